@@ -1,0 +1,35 @@
+# Each target sets up what it needs: .venv is made from requirements-cpu.txt when missing or stale.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+# The venv's bin first: nbgrader calls the `alembic` command and must find the venv's.
+export PATH := $(BIN):$(PATH)
+
+STAGE ?= 4
+IMPLEMENTATION ?= solution
+
+.PHONY: demo test lab release check clean
+
+$(VENV)/installed: requirements-cpu.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-cpu.txt
+	touch $@
+
+demo: $(VENV)/installed  ## instructor's main job: release, autograde the bundled samples, grade table
+	python -m perfaudit.demo
+
+test: $(VENV)/installed  ## the whole test suite
+	python -m pytest
+
+lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks
+	jupyter lab --ServerApp.root_dir=notebooks/performance-audit
+
+release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
+	nbgrader generate_assignment performance-audit --force
+
+check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
+	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
+
+clean:  ## remove what grading and the checker wrote (keeps .venv)
+	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ feedback/*/ autograded/grades-by-notebook.csv

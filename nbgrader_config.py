@@ -1,0 +1,9 @@
+"""nbgrader settings for the course: plain `nbgrader <command>` works from this directory."""
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+
+c.CourseDirectory.course_id = "jax-performance-audit"
+# The student release lives in notebooks/ so students can open it straight from a clone.
+c.CourseDirectory.release_directory = "notebooks"
+# Evidence the notebooks write (runs/) is output, never part of a release or a submission.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs"]

@@ -1,0 +1,91 @@
+"""The seed's checker: run one stage's notebook with its hidden tests and say PASS or FAIL.
+
+    python -m perfaudit.check --implementation solution --stage 1
+    python -m perfaudit.check --implementation starter --stage 3 --evidence-dir runs/performance-audit
+
+`solution` runs the instructor notebook from source/; `starter` runs the student's notebook from
+notebooks/ with the instructor's locked cells (hidden tests included) put back, as nbgrader autograde does.
+Exit status 0 on PASS, 1 on FAIL.
+"""
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from perfaudit import ASSIGNMENT, execute, paths
+
+
+def stage_notebook(implementation, stage, source):
+    """The notebook to run for a stage, with the hidden tests in place, and any graded cells it lacks."""
+    if implementation == "solution":
+        return source, []
+    student = execute.read(paths.RELEASE / paths.STAGES[stage])
+    return execute.restore_locked_cells(student, source)
+
+
+STUB = "raise NotImplementedError()"
+CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell not filled in yet
+
+
+def unfilled_cells(nb):
+    """Grade ids of solution cells that still hold the release's stub."""
+    return [execute.nbgrader_meta(c)["grade_id"] for c in nb.cells
+            if execute.nbgrader_meta(c).get("solution") and STUB in c.source]
+
+
+def explain(result):
+    """What a student should read about one failed cell."""
+    if result.error.startswith("NotImplementedError"):
+        return "it calls code that is not filled in yet (still `raise NotImplementedError()`)."
+    if result.error.startswith("NameError"):
+        return f"{result.error}: a cell above did not run to the end; fix the first failure above."
+    return result.error.replace("\n", "\n      ")
+
+
+def run_stage(implementation, stage, evidence_dir):
+    """Run one stage; return (passed, lines to print)."""
+    source = execute.read(paths.SOURCE / paths.STAGES[stage])
+    nb, missing = stage_notebook(implementation, stage, source)
+    with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
+        executed = execute.execute(nb, cwd, env={paths.EVIDENCE_ENV: str(evidence_dir)})
+    results = execute.cell_results(executed)
+    tests = [r for r in results if r.kind == "test"]
+    failed = [r for r in results if not r.passed]
+    total = sum(execute.nbgrader_meta(c).get("points", 0) for c in source.cells)
+    earned = sum(r.points for r in tests if r.passed)
+    passed = not failed and not missing
+    verdict = "PASS" if passed else "FAIL"
+    lines = [f"{verdict} {ASSIGNMENT} stage {stage} ({implementation}): {earned:g}/{total:g} points, "
+             f"{sum(r.passed for r in tests)}/{len(tests) + len(missing)} checks"]
+    unfilled = unfilled_cells(nb)
+    if unfilled:
+        lines.append(f"  Not filled in yet: {', '.join(unfilled)} (replace `{STUB}` with your code).")
+    for grade_id in missing:
+        lines.append(f"  - {grade_id}: this graded cell is missing from your notebook (it counts as failed).")
+    for r in failed:
+        if r.kind == "test":
+            lines.append(f"  - {r.grade_id} ({r.points:g} pt): {explain(r)}")
+        elif not (unfilled and r.error.startswith(CASCADE)):
+            lines.append(f"  - cell {r.grade_id}: {explain(r)}")
+    if stage in (3, 4):
+        lines.append(f"  evidence: {evidence_dir}")
+    return passed, lines
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.check", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--implementation", choices=["starter", "solution"], required=True,
+                        help="starter: your notebook in notebooks/; solution: the instructor's in source/")
+    parser.add_argument("--stage", type=int, choices=sorted(paths.STAGES), required=True)
+    parser.add_argument("--evidence-dir", type=Path, default=paths.DEFAULT_EVIDENCE_DIR,
+                        help="where stages 3 and 4 write report.json and workload.jaxpr.txt "
+                             f"(default: {paths.DEFAULT_EVIDENCE_DIR})")
+    args = parser.parse_args(argv)
+    passed, lines = run_stage(args.implementation, args.stage, args.evidence_dir.resolve())
+    print("\n".join(lines))
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

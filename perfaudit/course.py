@@ -1,0 +1,33 @@
+"""Running plain nbgrader on a course directory and reading its gradebook."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perfaudit import ASSIGNMENT
+
+
+def nbgrader(*args, course_dir):
+    """Run `nbgrader ARGS` in course_dir; raise with nbgrader's own output when it fails."""
+    env = dict(os.environ)
+    # nbgrader calls the `alembic` command: it must find the one beside this Python.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout + done.stderr
+
+
+def scores(course_dir):
+    """{student: {notebook: (score, max_score)}} for the assignment, from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as gradebook:
+        assignment = gradebook.find_assignment(ASSIGNMENT)
+        return {
+            submission.student.id: {nb.name: (nb.score, nb.max_score) for nb in submission.notebooks}
+            for submission in assignment.submissions
+        }

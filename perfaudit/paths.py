@@ -1,0 +1,28 @@
+"""Where things live: the course directory follows nbgrader's pipeline."""
+
+from pathlib import Path
+
+from perfaudit import ASSIGNMENT
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "source" / ASSIGNMENT  # instructor notebooks: solutions and hidden tests
+RELEASE = ROOT / "notebooks" / ASSIGNMENT  # student notebooks made by nbgrader generate_assignment
+SCHEMA = Path(__file__).with_name("report.schema.json")
+
+STAGES = {
+    1: "01-first-call-vs-steady.ipynb",
+    2: "02-retracing.ipynb",
+    3: "03-evidence.ipynb",
+    4: "04-integrated-audit.ipynb",
+}
+
+# Stages 3 and 4 write report.json and workload.jaxpr.txt here (relative to the notebook's folder).
+EVIDENCE_ENV = "PERFAUDIT_EVIDENCE_DIR"
+DEFAULT_EVIDENCE_DIR = Path("runs") / ASSIGNMENT
+
+
+def evidence_dir():
+    """The evidence directory a notebook writes to: $PERFAUDIT_EVIDENCE_DIR, else runs/performance-audit."""
+    import os
+
+    return Path(os.environ.get(EVIDENCE_ENV, DEFAULT_EVIDENCE_DIR))

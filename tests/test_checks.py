@@ -1,0 +1,146 @@
+"""The checks themselves: each passes on right answers and fails, with a useful message, on wrong ones."""
+
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from perfaudit import checks
+
+
+def workload(x):
+    return jnp.tanh(x @ x)
+
+
+def hardcoded_identity(x):
+    return np.where(np.eye(x.shape[0]) == 1, 0.7615941559557649, 0.0)
+
+
+def test_identity_output_passes_and_reports_the_wrong_entry():
+    checks.check_identity_output(jax.jit(workload))
+    with pytest.raises(AssertionError, match=r"expected 0\.761594 at \[0, 0\], found 1\.000000"):
+        checks.check_identity_output(lambda x: x)
+
+
+def test_random_output_catches_a_hard_coded_identity():
+    checks.check_identity_output(hardcoded_identity)
+    checks.check_random_output(jax.jit(workload))
+    with pytest.raises(AssertionError, match="tanh\\(A @ A\\)"):
+        checks.check_random_output(hardcoded_identity)
+
+
+def test_time_call_probe_tells_synchronized_from_unsynchronized():
+    def synchronized(fn, x):
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return time.perf_counter() - start
+
+    def via_jax(fn, x):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(x))
+        return time.perf_counter() - start
+
+    def unsynchronized(fn, x):
+        start = time.perf_counter()
+        fn(x)
+        return time.perf_counter() - start
+
+    checks.check_time_call(synchronized)
+    checks.check_time_call(via_jax)
+    with pytest.raises(AssertionError, match="block_until_ready"):
+        checks.check_time_call(unsynchronized)
+
+
+def test_timings_relation():
+    checks.check_timings(0.05, [1e-5] * 10)
+    with pytest.raises(AssertionError, match="slower than the steady median"):
+        checks.check_timings(1e-5, [2e-5] * 10)
+    with pytest.raises(AssertionError, match="at least 5"):
+        checks.check_timings(0.05, [1e-5] * 2)
+
+
+def test_summarize_check():
+    def summarize(samples):
+        q1, q3 = np.percentile(samples, [25, 75])
+        return {"median_s": np.median(samples), "min_s": min(samples), "max_s": max(samples), "iqr_s": q3 - q1}
+
+    checks.check_summarize(summarize)
+    checks.check_summarize(summarize, np.random.default_rng(1).exponential(1e-4, size=37))
+    with pytest.raises(AssertionError, match="iqr_s"):
+        checks.check_summarize(lambda s: {**summarize(s), "iqr_s": max(s) - min(s)})
+
+
+@pytest.mark.parametrize("count, hint", [(0, "increment"), (1, "same jitted"), (4, "jax.jit")])
+def test_trace_count_hints(count, hint):
+    checks.check_trace_count(2)
+    with pytest.raises(AssertionError, match=hint):
+        checks.check_trace_count(count)
+
+
+def test_retrace_on_new_shape_needs_jit():
+    count = [0]
+
+    def counted(x):
+        count[0] += 1
+        return jnp.tanh(x @ x)
+
+    checks.check_retrace_on_new_shape(jax.jit(counted), lambda: count[0])
+    with pytest.raises(AssertionError, match="Is the function wrapped in jax.jit"):
+        checks.check_retrace_on_new_shape(counted, lambda: count[0])
+
+
+def _report():
+    steady = [3e-5, 1e-5, 2e-5, 5e-5, 4e-5]
+    return {
+        "audit": "performance-audit",
+        "workload": "tanh(x @ x)",
+        "memory_measured": False,
+        "profiler_trace": False,
+        "timings": {
+            "shape": [16, 16], "dtype": "float32", "synchronized": True, "first_call_s": 0.06, "steady_s": steady,
+            "steady_summary": {"median_s": 3e-5, "min_s": 1e-5, "max_s": 5e-5, "iqr_s": 2e-5},
+        },
+        "tracing": {"shapes": [[16, 16], [32, 32]], "trace_count": 2, "read_before_make_jaxpr": True},
+        "artifacts": {"jaxpr": "workload.jaxpr.txt"},
+        "environment": {"python": "3.11", "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "device_kind": "cpu"},
+    }
+
+
+def _write(tmp_path, report, jaxpr="{ lambda ; a. let b = dot_general a a; c = tanh b in (c,) }"):
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    (tmp_path / "workload.jaxpr.txt").write_text(jaxpr)
+    return tmp_path
+
+
+def test_evidence_dir_passes_for_a_consistent_report(tmp_path):
+    checks.check_evidence_dir(_write(tmp_path, _report()))
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda r: r.update(memory_measured=True), "memory_measured"),
+    (lambda r: r["tracing"].update(trace_count=3), "exactly 2 traces"),
+    (lambda r: r["timings"].update(first_call_s=1e-6), "slower than the steady median"),
+    (lambda r: r["timings"]["steady_summary"].update(median_s=1.0), "median of steady_s"),
+    (lambda r: r.pop("environment"), "environment"),
+])
+def test_evidence_dir_fails_for_an_inconsistent_report(tmp_path, change, message):
+    report = _report()
+    change(report)
+    with pytest.raises(AssertionError, match=message):
+        checks.check_evidence_dir(_write(tmp_path, report))
+
+
+def test_evidence_dir_needs_the_jaxpr_file_and_its_ops(tmp_path):
+    with pytest.raises(AssertionError, match="tanh missing"):
+        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general only"))
+    (tmp_path / "workload.jaxpr.txt").unlink()
+    with pytest.raises(AssertionError, match="should exist beside report.json"):
+        checks.check_report_agrees(_report(), tmp_path)
+
+
+def test_missing_report_says_so(tmp_path):
+    with pytest.raises(AssertionError, match="does not exist"):
+        checks.read_report(tmp_path)
