@@ -45,6 +45,8 @@ def execute(nb, cwd, env=None, timeout=CELL_TIMEOUT_S):
         timeout=timeout,
         allow_errors=True,
         kernel_name="python3",
+        # Keep the kernel's own log (e.g. its TCP-without-encryption notice on loopback) out of students' view.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
         resources={"metadata": {"path": str(cwd)}},
     )
     client.execute(env={**os.environ, **(env or {})})  # passed on to the kernel's start
