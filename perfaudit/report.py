@@ -23,6 +23,8 @@ def schema_outline():
     lines = []
     for path, required, spec in _fields(schema):
         kind = f"= {json.dumps(spec['const'])}" if "const" in spec else spec.get("type", "")
+        if isinstance(kind, list):
+            kind = " or ".join(kind)
         if "$ref" in spec:
             kind = "[rows, cols]"
         flag = "" if required else " (optional)"
