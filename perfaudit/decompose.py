@@ -3,7 +3,8 @@
 Ahead of time (AOT): `jitted.trace(x)`, `.lower()`, `.compile()` and the first run of the compiled
 executable, each timed on its own. As it happens (observed): an ordinary first call, timed as a whole, while a
 `jax.monitoring` listener collects the trace, lowering and compile durations JAX reports for that function
-only. What the observed parts leave of the first call is the remainder: dispatch and execution.
+only. What the observed parts leave of the first call is the remainder: dispatch and execution. Each method
+runs a few rounds on new functions and the median round is kept whole.
 
 The very first lowering in a process pays a one-time cost. It is paid beforehand on an unrelated tiny function
 (the warm-up), so it is not charged to the audited function, and it is measured on its own in a fresh process.
@@ -104,7 +105,9 @@ def warm_up_lowering():
 def one_time_lowering_in_fresh_process():
     """The warm-up run in a new Python process, where its first lowering is the process's first."""
     done = subprocess.run([sys.executable, "-m", "perfaudit.decompose"], capture_output=True, text=True,
-                          check=True, env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"})
+                          env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"})
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh process measuring the one-time lowering cost failed:\n{done.stderr[-2000:]}")
     warm_up = json.loads(done.stdout)
     return {
         "measured_in": "a fresh Python process",
@@ -131,26 +134,40 @@ def memory_estimate(compiled):
             **{f"{f}_size_in_bytes": int(getattr(stats, f"{f}_size_in_bytes")) for f in fields}}
 
 
-def first_call(fn, x, one_time_lowering=True):
+def _median(rounds, key):
+    """The round whose key is the median (the upper one of two middles): one whole, consistent round."""
+    return sorted(rounds, key=key)[len(rounds) // 2]
+
+
+def first_call(fn, x, rounds=3, one_time_lowering=True):
     """Decompose the first call of jax.jit(fn) at x both ways, with what the compiler says about the program.
 
-    Clears JAX's in-memory caches (jax.clear_caches), so jitted functions compiled before recompile on their
-    next call. Returns a dict: decomposition, cost_analysis, memory_estimate (report sections) and
-    stablehlo_text (the lowered program, for a file beside the JAXPR).
+    Each method runs `rounds` times, each time on a new function after jax.clear_caches(); the round with the
+    median first call (observed) and the round with the median sum (AOT) are reported whole, so one stall of a
+    busy machine does not decide the result. Clears JAX's in-memory caches: jitted functions compiled before
+    recompile on their next call. Returns a dict: decomposition, cost_analysis, memory_estimate (report
+    sections) and stablehlo_text (the lowered program, for a file beside the JAXPR).
     """
     import jax
 
     print("warming up lowering on two unrelated tiny functions ...", flush=True)
     warm_up = warm_up_lowering()
-    jax.clear_caches()
-    print("observing an ordinary first call through jax.monitoring ...", flush=True)
-    first_call_s, observed = observed_first_call(fn, x)
-    jax.clear_caches()
-    print("timing trace, lower, compile and first run ahead of time ...", flush=True)
-    aot, lowered, compiled = aot_parts(fn, x)
+    observed_rounds, aot_rounds = [], []
+    for round_ in range(1, rounds + 1):
+        print(f"round {round_}/{rounds}: an ordinary first call observed through jax.monitoring, "
+              "then trace, lower, compile and first run ahead of time ...", flush=True)
+        jax.clear_caches()
+        observed_rounds.append(observed_first_call(fn, x))
+        jax.clear_caches()
+        aot_rounds.append(aot_parts(fn, x))
+    first_call_s, observed = _median(observed_rounds, key=lambda r: r[0])
+    aot, lowered, compiled = _median(aot_rounds, key=lambda r: r[0]["sum_s"])
     decomposition = {
         "shape": list(x.shape),
         "dtype": str(x.dtype),
+        "rounds": rounds,
+        "first_call_rounds_s": [r[0] for r in observed_rounds],
+        "aot_sum_rounds_s": [r[0]["sum_s"] for r in aot_rounds],
         "first_call_s": first_call_s,
         "observed": observed,
         "aot": aot,

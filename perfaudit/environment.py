@@ -22,9 +22,10 @@ def describe():
     return {
         # A warm persistent cache loads compiled code from disk: the "first call" would skip compilation.
         "persistent_compilation_cache": bool(jax.config.jax_enable_compilation_cache),
+        "compilation_cache_dir": jax.config.jax_compilation_cache_dir,  # None: no cache even when enabled
         # With asynchronous dispatch a call returns before its result is ready (CPU only; other backends
         # are always asynchronous).
-        "cpu_async_dispatch": bool(jax.config.values["jax_cpu_enable_async_dispatch"]) if cpu else None,
+        "cpu_async_dispatch": bool(jax.config.read("jax_cpu_enable_async_dispatch")) if cpu else None,
         "xla_flags": os.environ.get("XLA_FLAGS"),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": cpu_affinity(),

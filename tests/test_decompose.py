@@ -51,6 +51,7 @@ def test_decomposition_parts_are_positive_and_within_the_first_call(first_call):
     decomposition = first_call["decomposition"]
     checks.check_decomposition(decomposition)
     assert decomposition["shape"] == [N, N] and decomposition["dtype"] == "float32"
+    assert decomposition["rounds"] == len(decomposition["first_call_rounds_s"]) == 3
     observed = decomposition["observed"]
     assert observed["remainder_s"] > 0, "the events happen inside the first call, leaving dispatch and execution"
     assert decomposition["one_time_lowering"]["measured_in"] == "a fresh Python process"
@@ -83,8 +84,10 @@ def test_stablehlo_holds_the_lowered_ops(first_call):
 
 def test_environment_records_the_cache_dispatch_flags_and_cpus(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true")
+    jax.config.update("jax_enable_compilation_cache", False)  # as the notebooks' setup does
     described = environment.describe()
     assert described["persistent_compilation_cache"] is False
+    assert described["compilation_cache_dir"] is None
     assert described["cpu_async_dispatch"] is True
     assert described["xla_flags"] == "--xla_cpu_use_thunk_runtime=true"
     assert described["cpu_count"] >= 1
@@ -115,7 +118,8 @@ def _decomposition(first=0.1, observed=(0.01, 0.01, 0.07), aot=(0.01, 0.01, 0.07
     obs = dict(zip(("trace_s", "lower_s", "compile_s"), observed))
     obs.update(sum_s=sum(observed), remainder_s=first - sum(observed))
     parts = dict(zip(("trace_s", "lower_s", "compile_s", "first_run_s"), aot))
-    return {"first_call_s": first, "observed": obs, "aot": {**parts, "sum_s": sum(aot)}}
+    return {"rounds": 3, "first_call_rounds_s": [first * 2, first, first / 2], "aot_sum_rounds_s": [sum(aot)] * 3,
+            "first_call_s": first, "observed": obs, "aot": {**parts, "sum_s": sum(aot)}}
 
 
 def test_decomposition_relations_hold_and_fail_where_they_should():
@@ -132,6 +136,10 @@ def test_decomposition_relations_hold_and_fail_where_they_should():
     broken["observed"]["remainder_s"] = 0.5
     with pytest.raises(AssertionError, match="remainder_s"):
         checks.check_decomposition(broken)
+    not_the_median = _decomposition()
+    not_the_median["first_call_rounds_s"] = [0.1, 0.3, 0.4]
+    with pytest.raises(AssertionError, match="first_call_s should be the median of first_call_rounds_s"):
+        checks.check_decomposition(not_the_median)
 
 
 def test_going_further_check_names_what_is_missing(first_call, tmp_path):
