@@ -168,11 +168,14 @@ def test_charts_are_png_files_in_the_evidence_dir(first_call, tmp_path):
     assert "one-time lowering (fresh process)" in labels
 
 
-def test_schema_outline_marks_the_going_further_fields_optional():
-    outline = report.schema_outline()
-    assert any(line.startswith("decomposition ") and line.endswith("(optional)") for line in outline.splitlines())
-    assert "timings.first_call_s" in outline and "(optional)" not in next(
-        line for line in outline.splitlines() if line.startswith("timings.first_call_s"))
+def test_schema_outline_folds_the_going_further_sections_unless_asked():
+    lines = report.schema_outline().splitlines()
+    assert any(line.startswith("decomposition ") and line.endswith("(optional)") for line in lines)
+    assert not any(line.startswith("decomposition.") for line in lines), "notebook 3 does not teach them"
+    assert not next(line for line in lines if line.startswith("timings.first_call_s ")).endswith("(optional)")
+    unfolded = report.schema_outline(["decomposition"]).splitlines()
+    assert unfolded[0].startswith("decomposition ") and len(unfolded) > 20
+    assert all(line.endswith("(optional)") for line in unfolded), "fields of an optional section are optional"
 
 
 def test_table_shows_both_decompositions_side_by_side(first_call):
