@@ -9,22 +9,36 @@ def load_schema():
     return json.loads(paths.SCHEMA.read_text())
 
 
-def _fields(schema, prefix=""):
+def _fields(schema, prefix="", optional=False, expand=True):
+    """(path, optional, spec) for every field; a field under an optional one is optional too.
+    With expand=False an optional object's fields are folded into its own line."""
     required = set(schema.get("required", []))
     for name, spec in schema.get("properties", {}).items():
         path = f"{prefix}{name}"
-        yield path, name in required, spec
-        yield from _fields(spec, f"{path}.")
+        is_optional = optional or name not in required
+        yield path, is_optional, spec
+        if expand or not is_optional:
+            yield from _fields(spec, f"{path}.", is_optional, expand)
 
 
-def schema_outline():
-    """One line per field of report.schema.json: its path, whether it is required, and what it means."""
+def schema_outline(sections=None):
+    """One line per field of report.schema.json: its path, whether it is required, and what it means.
+
+    By default every top-level section is listed and an optional section's fields stay folded (notebook 3
+    does not ask for them); `sections` lists the top-level sections to show, each unfolded.
+    """
     schema = load_schema()
+    if sections:
+        schema = {**schema, "properties": {k: v for k, v in schema["properties"].items() if k in sections}}
+    fields = list(_fields(schema, expand=bool(sections)))
+    width = max(len(path) for path, _, _ in fields) + 1
     lines = []
-    for path, required, spec in _fields(schema):
+    for path, optional, spec in fields:
         kind = f"= {json.dumps(spec['const'])}" if "const" in spec else spec.get("type", "")
+        if isinstance(kind, list):
+            kind = " or ".join(kind)
         if "$ref" in spec:
             kind = "[rows, cols]"
-        flag = "" if required else " (optional)"
-        lines.append(f"{path:<34} {kind:<22} {spec.get('description', '')}{flag}")
+        flag = " (optional)" if optional else ""
+        lines.append(f"{path:<{width}} {kind:<22} {spec.get('description', '')}{flag}")
     return "\n".join(lines)

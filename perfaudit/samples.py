@@ -59,6 +59,11 @@ def traces():
     "stage3-memory-claimed": Sample(replaced={(3, "write_evidence"): lambda solution: solution.replace(
         '"memory_measured": False', '"memory_measured": True'
     )}),
+    # Going further: counts a multiply-add as one operation.
+    "stage4-flops-forgot-factor-two": Sample(replaced={(4, "expected_cost"): '''
+def expected_cost(n):
+    return {"flops": n**3, "transcendentals": n**2}
+'''}),
 }
 
 _SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")

@@ -8,7 +8,7 @@ import pytest
 from perfaudit import ASSIGNMENT, course, samples
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-FULL = {NB1: 5, NB2: 4, NB3: 4, NB4: 3}
+FULL = {NB1: 5, NB2: 4, NB3: 4, NB4: 5}  # NB4: the audit 3, going further 2
 
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.
 EXPECTED = {
@@ -19,6 +19,7 @@ EXPECTED = {
     "stage1-unsynchronized-clock": {**FULL, NB1: 4},  # loses the synchronization test only
     "stage2-forgot-jit": {**FULL, NB2: 1},  # 4 traces, retraces on repeats; the JAXPR still counts
     "stage3-memory-claimed": {**FULL, NB3: 2},  # fails the schema and the scope test
+    "stage4-flops-forgot-factor-two": {**FULL, NB4: 4},  # loses the going-further cost test only
 }
 
 
