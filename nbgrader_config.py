@@ -7,3 +7,6 @@ c.CourseDirectory.course_id = "jax-performance-audit"
 c.CourseDirectory.release_directory = "notebooks"
 # Evidence the notebooks write (runs/) is output, never part of a release or a submission.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs"]
+# Validate (button and command) reports every failing cell, the unfilled solution cell's NotImplementedError
+# first, not only the graded cells' NameErrors that follow from it.
+c.Validator.validate_all = True
