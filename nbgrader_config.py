@@ -1,5 +1,7 @@
 """nbgrader settings for the course: plain `nbgrader <command>` works from this directory."""
 
+from pathlib import Path
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "jax-performance-audit"
@@ -10,3 +12,6 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # Validate (button and command) reports every failing cell, the unfilled solution cell's NotImplementedError
 # first, not only the graded cells' NameErrors that follow from it.
 c.Validator.validate_all = True
+# A local exchange beside this file (not committed), so that JupyterLab's Assignments view (make lab) and
+# `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
+c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")

@@ -6,7 +6,8 @@
 JupyterLab shows only notebooks/performance-audit/, so no solutions are in sight. nbgrader's server
 extensions (Validate, Assignments) read nbgrader_config.py from the server's working directory and from
 JUPYTER_CONFIG_PATH, never from JupyterLab's root: the server therefore starts in the course directory, with
-that directory also on JUPYTER_CONFIG_PATH so that extensions which change directory still find it.
+that directory also on JUPYTER_CONFIG_PATH so that extensions which change directory still find it. The
+Assignments view lists the local exchange that nbgrader_config.py names (exchange/), made here when missing.
 """
 
 import argparse
@@ -18,8 +19,9 @@ from perfaudit import ASSIGNMENT
 
 
 def lab_command(course_dir, extra_args=()):
-    """(argv, env, cwd) that start JupyterLab on the course's released notebooks."""
+    """(argv, env, cwd) that start JupyterLab on the course's released notebooks; makes the local exchange."""
     course_dir = Path(course_dir).resolve()
+    (course_dir / "exchange").mkdir(exist_ok=True)  # nbgrader lists an exchange only if it exists
     argv = [
         sys.executable, "-m", "jupyter", "lab",
         f"--ServerApp.root_dir={course_dir / 'notebooks' / ASSIGNMENT}",

@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from perfaudit import ASSIGNMENT, execute, lab, paths
+from perfaudit import ASSIGNMENT, course, execute, lab, paths
 from perfaudit.samples import instructor_solution
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements-cpu.txt")
@@ -118,11 +118,13 @@ def artifacts(tmp_path_factory):
 @pytest.fixture(scope="module")
 def jupyter_lab(tmp_path_factory):
     """JupyterLab as `make lab` starts it, on a temporary course: notebooks/performance-audit/{solved,untouched}/."""
-    course = tmp_path_factory.mktemp("lab-course")
-    shutil.copy(paths.ROOT / "nbgrader_config.py", course)
+    root = tmp_path_factory.mktemp("lab-course")
+    shutil.copy(paths.ROOT / "nbgrader_config.py", root)
     for direction in ("solved", "untouched"):
-        shutil.copytree(paths.RELEASE, course / "notebooks" / ASSIGNMENT / direction,
+        shutil.copytree(paths.RELEASE, root / "notebooks" / ASSIGNMENT / direction,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "runs"))
+    # The instructor's release into the local exchange, for the Assignments view.
+    course.nbgrader("release_assignment", ASSIGNMENT, course_dir=root)
     home = tmp_path_factory.mktemp("lab-home")
     for name, settings in LAB_SETTINGS.items():
         (home / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +135,7 @@ def jupyter_lab(tmp_path_factory):
              f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
     if os.geteuid() == 0:
         extra.append("--allow-root")
-    argv, env, cwd = lab.lab_command(course, extra)
+    argv, env, cwd = lab.lab_command(root, extra)
     env.pop(paths.EVIDENCE_ENV, None)
     env.update(
         JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
@@ -145,7 +147,7 @@ def jupyter_lab(tmp_path_factory):
     with open(log_path, "w") as log:
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    running = Lab(f"http://127.0.0.1:{port}", token, course / "notebooks" / ASSIGNMENT)
+    running = Lab(f"http://127.0.0.1:{port}", token, root / "notebooks" / ASSIGNMENT)
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -181,10 +183,14 @@ def browser(tmp_path_factory):
 
 
 @pytest.fixture
-def page(browser, jupyter_lab):
+def page(browser, jupyter_lab, artifacts, request):
     page = browser.new_page()
     page.set_default_timeout(UI_MS)
+    failed_before = request.session.testsfailed
     yield page
+    if request.session.testsfailed > failed_before:  # what the browser showed when the test failed
+        name = re.sub(r"[^\w-]+", "-", request.node.name)
+        page.screenshot(path=str(artifacts / f"failed-{name}.png"))
     page.close()
     for session in jupyter_lab.api("GET", "/api/sessions"):  # one kernel at a time on two cores
         jupyter_lab.api("DELETE", f"/api/sessions/{session['id']}")
@@ -274,13 +280,13 @@ def error_cells(page):
 
 
 def screenshot(page, path):
-    """The whole notebook in one image: the viewport is made as tall as the notebook for the shot."""
+    """The whole notebook in one image: the viewport is made as tall as the notebook, cut below its last cell."""
     height = page.evaluate(
         "() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer').scrollHeight"
     )
     page.set_viewport_size({"width": 1280, "height": min(200 + height, 16000)})
-    page.locator(CELLS).first.click(position={"x": 5, "y": 5})  # a neutral active cell: the first one
-    page.screenshot(path=str(path))
+    bottom = page.locator(CELLS).last.evaluate("cell => cell.getBoundingClientRect().bottom")
+    page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1280, "height": bottom + 24})
     page.set_viewport_size({"width": 1280, "height": 900})
 
 
@@ -373,3 +379,14 @@ def test_untouched_notebook_shows_what_to_fill_in_and_fails_validate(stage, page
     # nbgrader_config.py sets Validator.validate_all: the unfilled solution cell itself is named, not only the
     # NameErrors it causes further down.
     assert STUB_ERROR in text, f"{name}: Validate's message does not name the stub's {STUB_ERROR}:\n{text}"
+
+
+def test_assignments_view_lists_the_released_assignment(page, jupyter_lab, artifacts):
+    page.goto(f"{jupyter_lab.url}/lab?reset&token={jupyter_lab.token}")
+    page.locator(".lm-MenuBar-itemLabel").get_by_text("Nbgrader", exact=True).click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
+    released = page.locator("#released_assignments_list")
+    released.get_by_text(ASSIGNMENT, exact=True).wait_for()
+    page.screenshot(path=str(artifacts / "assignments-view.png"))
+    view = page.locator(".lm-DockPanel-widget:not(.lm-mod-hidden)").inner_text()
+    assert "does not exist" not in view and "Error" not in view, view
