@@ -285,6 +285,16 @@ def screenshot(page, path):
         "() => document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer').scrollHeight"
     )
     page.set_viewport_size({"width": 1280, "height": min(200 + height, 16000)})
+    # JupyterLab lays out again after the resize: scroll to the top and wait until every cell is in view.
+    page.wait_for_function(
+        """(cells) => {
+          document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer').scrollTop = 0;
+          const all = document.querySelectorAll(cells);
+          return all.length && all[0].getBoundingClientRect().top >= 0
+                 && all[all.length - 1].getBoundingClientRect().bottom <= window.innerHeight;
+        }""",
+        arg=CELLS,
+    )
     bottom = page.locator(CELLS).last.evaluate("cell => cell.getBoundingClientRect().bottom")
     page.screenshot(path=str(path), clip={"x": 0, "y": 0, "width": 1280, "height": bottom + 24})
     page.set_viewport_size({"width": 1280, "height": 900})
