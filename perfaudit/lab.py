@@ -8,6 +8,8 @@ extensions (Validate, Assignments) read nbgrader_config.py from the server's wor
 JUPYTER_CONFIG_PATH, never from JupyterLab's root: the server therefore starts in the course directory, with
 that directory also on JUPYTER_CONFIG_PATH so that extensions which change directory still find it. The
 Assignments view lists the local exchange that nbgrader_config.py names (exchange/), made here when missing.
+student_lab/ (also on JUPYTER_CONFIG_PATH) turns off nbgrader's instructor tools (Formgrader, Courses, Create
+Assignment): they need JupyterLab rooted at the course directory and would only show students errors.
 """
 
 import argparse
@@ -16,6 +18,8 @@ import sys
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
+
+STUDENT_CONFIG = Path(__file__).with_name("student_lab")  # Jupyter config for the students' JupyterLab
 
 
 def lab_command(course_dir, extra_args=()):
@@ -27,7 +31,7 @@ def lab_command(course_dir, extra_args=()):
         f"--ServerApp.root_dir={course_dir / 'notebooks' / ASSIGNMENT}",
         *extra_args,
     ]
-    config_path = [str(course_dir), *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
+    config_path = [str(course_dir), str(STUDENT_CONFIG), *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
     env = {**os.environ, "JUPYTER_CONFIG_PATH": os.pathsep.join(config_path)}
     return argv, env, course_dir
 

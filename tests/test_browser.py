@@ -391,9 +391,11 @@ def test_untouched_notebook_shows_what_to_fill_in_and_fails_validate(stage, page
     assert STUB_ERROR in text, f"{name}: Validate's message does not name the stub's {STUB_ERROR}:\n{text}"
 
 
-def test_assignments_view_lists_the_released_assignment(page, jupyter_lab, artifacts):
+def test_assignments_view_lists_the_release_and_no_instructor_tools(page, jupyter_lab, artifacts):
     page.goto(f"{jupyter_lab.url}/lab?reset&token={jupyter_lab.token}")
     page.locator(".lm-MenuBar-itemLabel").get_by_text("Nbgrader", exact=True).click()
+    items = page.locator(".lm-Menu-itemLabel").all_inner_texts()
+    assert "Formgrader" not in items, f"students' JupyterLab shows the instructor's Formgrader: {items}"
     page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
     released = page.locator("#released_assignments_list")
     released.get_by_text(ASSIGNMENT, exact=True).wait_for()
