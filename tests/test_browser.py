@@ -1,11 +1,13 @@
 """The student's flow in a real browser: JupyterLab (started as `make lab` starts it) in headless Chromium.
 
 For each released notebook, in a temporary copy of the course:
-- solved: type the instructor's solution into each solution cell through the editor, run all cells, see every
+- solved: type the instructor's solution into each solution cell through its editor (one input event, as a
+  paste arrives, so the editor's auto-indent leaves the code as it is), run all cells, see every
   visible self-check print its "Self-check passed" line and every plot render, then press nbgrader's Validate
   button and read its success message;
 - untouched: run all cells of the release as it is and see the error the module promises (the stub's
   NotImplementedError), then press Validate and read its failure message.
+The Assignments view lists the instructor's release, and nbgrader's instructor tools are not shown to students.
 A screenshot of each notebook after its run, and the time each cell took in the browser, are saved under
 $PERFAUDIT_BROWSER_ARTIFACTS (default: a pytest temporary folder; the path is printed).
 
@@ -29,11 +31,10 @@ from pathlib import Path
 
 import psutil
 import pytest
+from playwright import sync_api
 
 from perfaudit import ASSIGNMENT, course, execute, lab, paths
 from perfaudit.samples import instructor_solution
-
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements-cpu.txt")
 
 CHROMIUM = Path(os.environ.get("PERFAUDIT_CHROMIUM", "/usr/bin/chromium"))
 # A closed network: nothing in the background, no updates, no first-run or sync; a fresh profile per run.
@@ -337,7 +338,9 @@ def test_solved_notebook_passes_its_self_checks_and_validate(stage, page, jupyte
         type_into_cell(page, index, code)
     run_all(page)
 
-    assert error_cells(page) == [], f"{name}: a cell shows an error after the solution was typed in"
+    errors = error_cells(page)
+    assert not errors, (f"{name}: cell {errors[:1]} shows an error after the solution was typed in:\n"
+                        f"{cell_output_text(page, errors[0]) if errors else ''}")
     lines = self_check_lines(release)
     assert lines, f"{name} has no visible self-check"
     for index, expected in lines.items():
