@@ -7,6 +7,8 @@ export PATH := $(BIN):$(PATH)
 
 STAGE ?= 4
 IMPLEMENTATION ?= solution
+# Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
+LAB_ARGS ?=
 
 .PHONY: demo test lab release check clean
 
@@ -22,8 +24,8 @@ demo: $(VENV)/installed  ## instructor's main job: release, autograde the bundle
 test: $(VENV)/installed  ## the whole test suite
 	python -m pytest
 
-lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks
-	jupyter lab --ServerApp.root_dir=notebooks/performance-audit
+lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgrader's Validate button working
+	python -m perfaudit.lab -- $(LAB_ARGS)
 
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force
