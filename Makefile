@@ -28,7 +28,7 @@ lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgra
 	python -m perfaudit.lab -- $(LAB_ARGS)
 
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
-	nbgrader generate_assignment performance-audit --force
+	nbgrader generate_assignment performance-audit --force --no-db
 
 check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)

@@ -24,7 +24,7 @@ def stage_notebook(implementation, stage, source):
     return execute.restore_locked_cells(student, source)
 
 
-STUB = "raise NotImplementedError()"
+STUB = "raise NotImplementedError("  # the start of the release's stub (nbgrader_config.py)
 CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell not filled in yet
 
 
@@ -37,7 +37,7 @@ def unfilled_cells(nb):
 def explain(result):
     """What a student should read about one failed cell."""
     if result.error.startswith("NotImplementedError"):
-        return "it calls code that is not filled in yet (still `raise NotImplementedError()`)."
+        return "it calls code that is not filled in yet (still `raise NotImplementedError(...)`)."
     if result.error.startswith("NameError"):
         return f"{result.error}: a cell above did not run to the end; fix the first failure above."
     return result.error.replace("\n", "\n      ")
@@ -60,7 +60,8 @@ def run_stage(implementation, stage, evidence_dir):
              f"{sum(r.passed for r in tests)}/{len(tests) + len(missing)} checks"]
     unfilled = unfilled_cells(nb)
     if unfilled:
-        lines.append(f"  Not filled in yet: {', '.join(unfilled)} (replace `{STUB}` with your code).")
+        lines.append(f"  Not filled in yet: {', '.join(unfilled)} "
+                     "(replace `raise NotImplementedError(...)` with your code).")
     for grade_id in missing:
         lines.append(f"  - {grade_id}: this graded cell is missing from your notebook (it counts as failed).")
     for r in failed:

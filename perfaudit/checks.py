@@ -10,6 +10,7 @@ import math
 import time
 from pathlib import Path
 
+import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
 from perfaudit.report import load_schema
@@ -185,8 +186,6 @@ def read_report(evidence_dir):
 
 def check_report_schema(report):
     """report.json follows perfaudit/report.schema.json."""
-    import jsonschema
-
     validator = jsonschema.Draft202012Validator(load_schema())
     errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
     if errors:

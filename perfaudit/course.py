@@ -31,3 +31,21 @@ def scores(course_dir):
             submission.student.id: {nb.name: (nb.score, nb.max_score) for nb in submission.notebooks}
             for submission in assignment.submissions
         }
+
+
+def forget_submissions(course_dir, students):
+    """Remove these students' submissions of the assignment from the gradebook, where there are any.
+
+    nbgrader refuses to regenerate a notebook whose cells changed while submissions of it exist.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+
+    db = Path(course_dir) / "gradebook.db"
+    if not db.exists():
+        return
+    with Gradebook(f"sqlite:///{db}") as gradebook:
+        for student in students:
+            try:
+                gradebook.remove_submission(ASSIGNMENT, student)
+            except MissingEntry:
+                pass

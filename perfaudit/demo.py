@@ -40,6 +40,7 @@ def main():
     root = paths.ROOT
     started = time.perf_counter()
     print(f"1. release: nbgrader generate_assignment {ASSIGNMENT} -> notebooks/{ASSIGNMENT}/")
+    course.forget_submissions(root, DEMO_STUDENTS)  # an earlier demo's samples would block a changed release
     course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)
 
     print(f"2. samples: {', '.join(DEMO_STUDENTS)} -> submitted/")

@@ -1,6 +1,7 @@
 """The report's JSON Schema: loading it and describing it to a student."""
 
 import json
+import textwrap
 
 from perfaudit import paths
 
@@ -40,5 +41,8 @@ def schema_outline(sections=None):
         if "$ref" in spec:
             kind = "[rows, cols]"
         flag = " (optional)" if optional else ""
-        lines.append(f"{path:<{width}} {kind:<22} {spec.get('description', '')}{flag}")
+        # Descriptions wrap under their own column, so JupyterLab does not break words mid-line.
+        described = textwrap.wrap(f"{spec.get('description', '')}{flag}", 60) or [""]
+        lines.append(f"{path:<{width}} {kind:<22} {described[0]}")
+        lines += [" " * (width + 24) + rest for rest in described[1:]]
     return "\n".join(lines)
