@@ -7,3 +7,21 @@ c.CourseDirectory.course_id = "jax-performance-audit"
 c.CourseDirectory.release_directory = "notebooks"
 # Evidence the notebooks write (runs/) is output, never part of a release or a submission.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs"]
+
+# --- batch grading (issue 4) ---
+# Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
+from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
+from nbgrader.preprocessors import Execute  # noqa: E402
+
+from perfaudit.grade.execute import GuardedExecute  # noqa: E402
+from perfaudit.grade.feedback import HideHiddenTests  # noqa: E402
+
+# A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
+c.Autograde.autograde_preprocessors = [
+    GuardedExecute if p is Execute else p
+    for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
+]
+c.GuardedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
+_feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
+c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests] + _feedback[1:]  # after GetGrades
