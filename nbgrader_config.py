@@ -11,11 +11,17 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 # --- batch grading (issue 4) ---
 # Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
-from nbgrader.preprocessors import Execute  # noqa: E402
+from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 
+from perfaudit.grade.cells import DropDuplicateIds  # noqa: E402
 from perfaudit.grade.execute import GuardedExecute  # noqa: E402
 from perfaudit.grade.feedback import HideHiddenTests  # noqa: E402
 
+# A duplicated or split graded cell is graded once instead of failing the whole submission.
+c.Autograde.sanitize_preprocessors = [
+    DropDuplicateIds if p is DeduplicateIds else p
+    for p in c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default())
+]
 # A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
 c.Autograde.autograde_preprocessors = [
     GuardedExecute if p is Execute else p

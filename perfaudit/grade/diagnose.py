@@ -33,7 +33,7 @@ def _read(path):
     except UnicodeDecodeError as error:
         return None, f"malformed: not UTF-8 text ({error.reason} at byte {error.start})"
     except json.JSONDecodeError as error:
-        return None, f"malformed JSON: {error.msg} at line {error.lineno}, column {error.colno}"
+        return None, f"malformed JSON ({error.msg}, line {error.lineno} column {error.colno}): not graded"
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, "malformed: valid JSON but not a notebook (no list of cells)"
     if nb.get("nbformat") != 4:
@@ -65,10 +65,13 @@ def diagnose(folder, expected):
         for name in expected:
             result.add(name, f"empty submission: no notebook in submitted/{folder.parent.name}/{folder.name}")
         return result
-    unknown = {stem: path for stem, path in found.items() if stem not in expected}
+    misnamed = _misnamed({stem: path for stem, path in found.items() if stem not in expected}, expected)
     for name, expected_ids in expected.items():
         if name not in found:
-            result.add(name, _missing(name, expected_ids, unknown))
+            if name in misnamed:
+                result.add(name, f"misnamed: submitted as '{misnamed[name]}'; rename it to '{name}.ipynb' and grade again")
+            else:
+                result.add(name, f"missing: no {name}.ipynb in the submission")
             continue
         nb, why = _read(found[name])
         if nb is None:
@@ -80,9 +83,18 @@ def diagnose(folder, expected):
     return result
 
 
-def _missing(name, expected_ids, unknown):
+def _misnamed(unknown, expected):
+    """{expected notebook: file name} for files under another name that hold cells only that notebook has."""
+    owners = {}
+    for name, ids in expected.items():
+        for grade_id in ids:
+            owners.setdefault(grade_id, set()).add(name)
+    found = {}
     for stem, path in sorted(unknown.items()):
         nb, _ = _read(path)
-        if nb is not None and set(_grade_ids(nb["cells"])) & set(expected_ids):
-            return f"misnamed: submitted as '{path.name}'; rename it to '{name}.ipynb' and grade again"
-    return f"missing: no {name}.ipynb in the submission"
+        if nb is None:
+            continue
+        claims = [next(iter(owners[g])) for g in _grade_ids(nb["cells"]) if g in owners and len(owners[g]) == 1]
+        if claims:
+            found.setdefault(max(set(claims), key=claims.count), path.name)
+    return found

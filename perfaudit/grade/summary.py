@@ -21,6 +21,8 @@ def _kernel_events_and_first_failure(notebook_path):
                 continue
             if output.get("ename") == NOT_RUN and not output["evalue"].startswith("not run"):
                 events.append(f"{output['evalue']} (cell '{meta.get('grade_id', '?')}')")
+            if output.get("ename") == "MemoryError":
+                events.append(f"ran out of memory in cell '{meta.get('grade_id', '?')}' (MemoryError)")
             if meta.get("grade") and first_failure is None:
                 message = output.get("evalue") or output.get("ename")
                 first_failure = f"'{meta['grade_id']}' failed: {message.splitlines()[0] if message else ''}"
