@@ -8,7 +8,7 @@ export PATH := $(BIN):$(PATH)
 STAGE ?= 4
 IMPLEMENTATION ?= solution
 
-.PHONY: demo test lab release check clean
+.PHONY: demo test lab release check grade bench-grading clean
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing 
 
 check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
+
+grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) in parallel: grades.csv, feedback/, summary
+	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
+
+bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs plain serial nbgrader (minutes)
+	python benchmarks/batch_grading.py
 
 clean:  ## remove what grading and the checker wrote (keeps .venv)
 	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ feedback/*/ autograded/grades-by-notebook.csv
