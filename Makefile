@@ -38,4 +38,4 @@ bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs 
 	python benchmarks/batch_grading.py
 
 clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ feedback/*/ autograded/grades-by-notebook.csv
+	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
