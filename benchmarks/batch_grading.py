@@ -47,7 +47,9 @@ def floor_per_notebook(root, student, repeats=2):
         code = "\n\n".join(c.source for c in nb.cells if c.cell_type == "code")
         for _ in range(repeats):
             with tempfile.TemporaryDirectory() as folder:
-                shutil.copytree(root / "source" / ASSIGNMENT, folder, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.ipynb"))
+                # the non-notebook files autograde would copy beside the notebook
+                no_notebooks = shutil.ignore_patterns("*.ipynb")
+                shutil.copytree(root / "source" / ASSIGNMENT, folder, dirs_exist_ok=True, ignore=no_notebooks)
                 script = Path(folder) / "notebook_as_script.py"
                 script.write_text(code)
                 times.append(timed([sys.executable, str(script)], cwd=folder))

@@ -62,7 +62,8 @@ def postgres_url():
         )
         yield f"postgresql://postgres@127.0.0.1:{port}/gradebook"
     finally:
-        subprocess.run(_as_server_user([f"{bin_dir}/pg_ctl", "-D", data, "-m", "immediate", "stop"]), capture_output=True)
+        stop = [f"{bin_dir}/pg_ctl", "-D", data, "-m", "immediate", "stop"]
+        subprocess.run(_as_server_user(stop), capture_output=True)
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -69,7 +69,7 @@ def diagnose(folder, expected):
     for name, expected_ids in expected.items():
         if name not in found:
             if name in misnamed:
-                result.add(name, f"misnamed: submitted as '{misnamed[name]}'; rename it to '{name}.ipynb' and grade again")
+                result.add(name, f"misnamed: submitted as '{misnamed[name]}'; rename it to '{name}.ipynb', grade again")
             else:
                 result.add(name, f"missing: no {name}.ipynb in the submission")
             continue

@@ -215,6 +215,11 @@ def _grade(options, course_dir, url, course_id, settings, todo, state, autograde
                 else:
                     gradebook.record_empty(course_gb, ASSIGNMENT, student)
                     _finish(state, student, todo[student], {}, batch, progress, 0)
+
+            def zero(student, why):  # grading this student failed: 0 with the reason, the others go on
+                gradebook.record_empty(course_gb, ASSIGNMENT, student)
+                _finish(state, student, todo[student], dict.fromkeys(jobs.pop(student)[2], why), batch, progress, 0)
+
             for attempt in (1, 2):  # a worker that crashed takes the pool down: retry the rest once
                 if not jobs:
                     break
@@ -226,14 +231,16 @@ def _grade(options, course_dir, url, course_id, settings, todo, state, autograde
                             result = future.result()
                         except BrokenProcessPool:
                             continue
-                        gradebook.merge_submission(gradebook.sqlite_url(result["scratch"]), course_gb, ASSIGNMENT, student)
-                        Path(result["scratch"]).unlink(missing_ok=True)
-                        _finish(state, student, todo[student], result["failures"], batch, progress, len(jobs[student][2]))
-                        del jobs[student]
-            for student in list(jobs):  # crashed twice: graded 0, with the reason
-                gradebook.record_empty(course_gb, ASSIGNMENT, student)
-                failures = {nb: "the grading process crashed twice on this submission" for nb in jobs[student][2]}
-                _finish(state, student, todo[student], failures, batch, progress, 0)
+                        except Exception as error:
+                            zero(student, f"grading failed: {type(error).__name__}: {error}")
+                            continue
+                        scratch = result["scratch"]
+                        gradebook.merge_submission(gradebook.sqlite_url(scratch), course_gb, ASSIGNMENT, student)
+                        Path(scratch).unlink(missing_ok=True)
+                        notebooks = len(jobs.pop(student)[2])
+                        _finish(state, student, todo[student], result["failures"], batch, progress, notebooks)
+            for student in list(jobs):
+                zero(student, "the grading process crashed twice on this submission")
 
 
 def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
