@@ -177,3 +177,25 @@ def test_plain_nbgrader_keeps_the_points_before_a_kernel_death_too(graded):
     student = "kernel-dies-in-02-after-3-points"
     course.nbgrader("autograde", ASSIGNMENT, f"--student={student}", "--force", course_dir=root)
     assert _scores(root)[student] == EXPECTED[student]
+
+
+def test_lms_download_to_grades_and_regrade_on_request(tmp_path):
+    """A Canvas download through the command; a second run skips everyone; --regrade grades everyone again.
+
+    Only submissions that start no kernel, to keep this quick: a misnamed notebook and an unreadable one.
+    """
+    root = make_course(tmp_path / "course")
+    download = tmp_path / "canvas"
+    download.mkdir()
+    (download / "doejane_12345_1_02-retracing (1).ipynb").write_text("{}")  # misnamed, and not a notebook
+    (download / "roefrank_222_2_03-evidence.ipynb").write_text('{"cells": [')  # malformed JSON
+    (download / "syllabus.pdf").write_bytes(b"%PDF")
+    out = io.StringIO()
+    first = run(Options(course_dir=root, download=download, progress=False, feedback=False), out=out)
+    assert sorted(first.graded) == ["doejane_12345", "roefrank_222"]
+    assert "NOT PLACED syllabus.pdf" in out.getvalue()
+    assert "roefrank_222 03-evidence (0/4): malformed JSON (" in out.getvalue()
+    assert _scores(root) == {"doejane_12345": NONE, "roefrank_222": NONE}
+    assert run(Options(course_dir=root, progress=False), out=io.StringIO()).graded == []
+    again = run(Options(course_dir=root, regrade=True, progress=False), out=io.StringIO())
+    assert sorted(again.graded) == ["doejane_12345", "roefrank_222"]
