@@ -10,7 +10,7 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: demo test lab release check clean
+.PHONY: demo test lab release check grade bench-grading clean
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,5 +33,11 @@ release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing 
 check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
+grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) in parallel: grades.csv, feedback/, summary
+	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
+
+bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs plain serial nbgrader (minutes)
+	python benchmarks/batch_grading.py
+
 clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ feedback/*/ autograded/grades-by-notebook.csv
+	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv

@@ -19,3 +19,27 @@ c.Validator.validate_all = True
 # A local exchange beside this file (not committed), so that JupyterLab's Assignments view (make lab) and
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
 c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+
+# --- batch grading (issue 4) ---
+# Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
+from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
+from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
+
+from perfaudit.grade.cells import DropDuplicateIds  # noqa: E402
+from perfaudit.grade.execute import GuardedExecute  # noqa: E402
+from perfaudit.grade.feedback import HideHiddenTests  # noqa: E402
+
+# A duplicated or split graded cell is graded once instead of failing the whole submission.
+c.Autograde.sanitize_preprocessors = [
+    DropDuplicateIds if p is DeduplicateIds else p
+    for p in c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default())
+]
+# A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
+c.Autograde.autograde_preprocessors = [
+    GuardedExecute if p is Execute else p
+    for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
+]
+c.GuardedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
+_feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
+c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests] + _feedback[1:]  # after GetGrades

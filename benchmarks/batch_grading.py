@@ -1,0 +1,103 @@
+"""Benchmark: python -m perfaudit.grade against plain serial `nbgrader autograde`, side by side in one run.
+
+    python benchmarks/batch_grading.py [--students 40] [--workers N]
+
+One temporary course directory, 40 generated submissions x 4 notebooks cycling through the sample mix of
+perfaudit/samples.py (correct, untouched, partly right, and the typical mistakes). Plain nbgrader grades
+them all, then this command grades them all again (--regrade) in the same course directory; the scores of
+every submission must be identical. The floor is bare `python` running each notebook's code (as graded,
+hidden tests included, from the correct submission) as a script in a copy of its autograded folder.
+Prints wall times, the throughput ratio and the per-notebook time against the floor. Nothing here is a test:
+timings depend on the machine and on what else runs on it (the load average is printed).
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from conftest import make_course  # noqa: E402
+
+from perfaudit import ASSIGNMENT, course, paths, samples  # noqa: E402
+
+
+def timed(command, cwd):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return seconds
+
+
+def floor_per_notebook(root, student, repeats=2):
+    """Bare python running each autograded notebook's code cells as one script: mean seconds per notebook."""
+    times = []
+    for filename in paths.STAGES.values():
+        nb = nbformat.read(root / "autograded" / student / ASSIGNMENT / filename, as_version=4)
+        code = "\n\n".join(c.source for c in nb.cells if c.cell_type == "code")
+        for _ in range(repeats):
+            with tempfile.TemporaryDirectory() as folder:
+                # the non-notebook files autograde would copy beside the notebook
+                no_notebooks = shutil.ignore_patterns("*.ipynb")
+                shutil.copytree(root / "source" / ASSIGNMENT, folder, dirs_exist_ok=True, ignore=no_notebooks)
+                script = Path(folder) / "notebook_as_script.py"
+                script.write_text(code)
+                times.append(timed([sys.executable, str(script)], cwd=folder))
+    return statistics.mean(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=40)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    mix = sorted(samples.SAMPLES)
+    notebooks = args.students * len(paths.STAGES)
+    with tempfile.TemporaryDirectory(prefix="perfaudit-bench-") as tmp:
+        root = make_course(Path(tmp))
+        for i in range(args.students):
+            name = mix[i % len(mix)]
+            folder = samples.write_submission(name, root / "submitted")
+            folder.parent.rename(root / "submitted" / f"s{i + 1:02d}-{name}")
+        load_before = os.getloadavg()
+
+        plain_s = timed([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=root)
+        plain = course.scores(root)
+        ours_s = timed(
+            [sys.executable, "-m", "perfaudit.grade", "--regrade", "--no-feedback", "--no-progress",
+             f"--workers={args.workers}"],
+            cwd=root,
+        )
+        ours = course.scores(root)
+        floor_s = floor_per_notebook(root, "s01-correct")
+        load_after = os.getloadavg()
+
+    differing = sorted(s for s in plain if plain[s] != ours.get(s))
+    print(f"batch grading benchmark: {args.students} submissions x {len(paths.STAGES)} notebooks = {notebooks}, "
+          f"mix of {len(mix)} samples, {os.cpu_count()} cores, {args.workers} workers")
+    print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
+          f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f}")
+    print(f"plain nbgrader autograde (serial):   {plain_s:7.1f} s  {plain_s / notebooks:5.2f} s/notebook")
+    print(f"python -m perfaudit.grade:           {ours_s:7.1f} s  {ours_s / notebooks:5.2f} s/notebook "
+          "(export and summary included, feedback not)")
+    print(f"floor, bare python per notebook:                {floor_s:5.2f} s/notebook (correct submission, mean)")
+    print(f"throughput vs plain nbgrader: {plain_s / ours_s:.2f}x (target >= 3x)")
+    print(f"per-notebook time vs floor: perfaudit.grade {ours_s / notebooks / floor_s:.2f}x (target <= 1.5x), "
+          f"plain nbgrader {plain_s / notebooks / floor_s:.2f}x")
+    print(f"identical scores: {len(plain) - len(differing)}/{len(plain)} submissions"
+          + (f"; DIFFERENT: {', '.join(differing)}" if differing else ""))
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

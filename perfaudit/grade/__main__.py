@@ -1,0 +1,37 @@
+"""python -m perfaudit.grade: from a pile of submissions to grades.csv, feedback and a summary.
+
+    python -m perfaudit.grade                       # grade submitted/*/performance-audit/
+    python -m perfaudit.grade --from canvas.zip     # sort an LMS download into submitted/ first
+    python -m perfaudit.grade --regrade             # grade everyone again, graded or not
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from perfaudit.grade.run import Options, run
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
+    parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
+    parser.add_argument("--from", dest="download", type=Path, help="a Canvas or Moodle download: zip or folder")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)")
+    parser.add_argument("--regrade", action="store_true", help="grade students already graded, too")
+    parser.add_argument("--db", dest="db_url", help="gradebook URL, e.g. postgresql://user@host/db (default: config)")
+    parser.add_argument("--cell-timeout", type=int, help="seconds per cell (default: Execute.timeout)")
+    parser.add_argument("--notebook-timeout", type=int, help="seconds per notebook (default: config)")
+    parser.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel (default 4096)")
+    parser.add_argument("--no-feedback", dest="feedback", action="store_false", help="skip generate_feedback")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    return Options(**vars(parser.parse_args(argv)))
+
+
+def main(argv=None):
+    run(parse(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""What is wrong with a submission before it is graded: one specific reason per problem, files only read.
+
+nbgrader alone says little: a malformed notebook aborts the student's whole autograde, a missing or misnamed
+notebook and a deleted test cell silently score 0, and a duplicated or split cell loses its grade id on all
+but one copy. Here each gets a sentence the instructor can act on, and only readable notebooks are graded.
+"""
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class Diagnosis:
+    gradable: list = field(default_factory=list)  # notebook names nbgrader can grade
+    reasons: dict = field(default_factory=dict)  # {notebook name: [problems found]}
+
+    def add(self, notebook, reason):
+        self.reasons.setdefault(notebook, []).append(reason)
+
+
+def _grade_ids(cells):
+    return [c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells]
+
+
+def _read(path):
+    """(notebook dict, None) or (None, why it cannot be read as a notebook)."""
+    data = path.read_bytes()
+    if not data.strip():
+        return None, "the file is empty (0 bytes of notebook)"
+    try:
+        nb = json.loads(data)
+    except UnicodeDecodeError as error:
+        return None, f"malformed: not UTF-8 text ({error.reason} at byte {error.start})"
+    except json.JSONDecodeError as error:
+        return None, f"malformed JSON ({error.msg}, line {error.lineno} column {error.colno}): not graded"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None, "malformed: valid JSON but not a notebook (no list of cells)"
+    if nb.get("nbformat") != 4:
+        return None, f"malformed: notebook format {nb.get('nbformat')!r}, expected 4"
+    return nb, None
+
+
+def _cell_problems(nb, expected_ids):
+    ids = _grade_ids(nb["cells"])
+    problems = []
+    for grade_id in sorted(set(expected_ids) - set(ids)):
+        problems.append(f"cell '{grade_id}' was deleted from the notebook")
+    for grade_id in sorted({g for g in ids if g and ids.count(g) > 1}):
+        where = [i for i, g in enumerate(ids) if g == grade_id]
+        consecutive = all(b == a + 1 for a, b in zip(where, where[1:]))
+        if consecutive:
+            problems.append(f"cell '{grade_id}' was split into {len(where)} cells: graded as the last part")
+        else:
+            problems.append(f"cell '{grade_id}' appears {len(where)} times: only the last copy is graded")
+    return problems
+
+
+def diagnose(folder, expected):
+    """Diagnose submitted/<student>/<assignment>/ against {notebook name: grade ids of its graded cells}."""
+    folder = Path(folder)
+    found = {p.stem: p for p in folder.glob("*.ipynb")} if folder.is_dir() else {}
+    result = Diagnosis()
+    if not found:
+        for name in expected:
+            result.add(name, f"empty submission: no notebook in submitted/{folder.parent.name}/{folder.name}")
+        return result
+    misnamed = _misnamed({stem: path for stem, path in found.items() if stem not in expected}, expected)
+    for name, expected_ids in expected.items():
+        if name not in found:
+            if name in misnamed:
+                result.add(name, f"misnamed: submitted as '{misnamed[name]}'; rename it to '{name}.ipynb', grade again")
+            else:
+                result.add(name, f"missing: no {name}.ipynb in the submission")
+            continue
+        nb, why = _read(found[name])
+        if nb is None:
+            result.add(name, why)
+            continue
+        for problem in _cell_problems(nb, expected_ids):
+            result.add(name, problem)
+        result.gradable.append(name)
+    return result
+
+
+def _misnamed(unknown, expected):
+    """{expected notebook: file name} for files under another name that hold cells only that notebook has."""
+    owners = {}
+    for name, ids in expected.items():
+        for grade_id in ids:
+            owners.setdefault(grade_id, set()).add(name)
+    found = {}
+    for stem, path in sorted(unknown.items()):
+        nb, _ = _read(path)
+        if nb is None:
+            continue
+        claims = [next(iter(owners[g])) for g in _grade_ids(nb["cells"]) if g in owners and len(owners[g]) == 1]
+        if claims:
+            found.setdefault(max(set(claims), key=claims.count), path.name)
+    return found

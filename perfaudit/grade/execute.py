@@ -1,0 +1,58 @@
+"""nbgrader's Execute preprocessor, changed so a kernel that dies or hangs costs only what it had not finished.
+
+Plain nbgrader gives a whole notebook 0 when its kernel dies: the DeadKernelError aborts the conversion.
+GuardedExecute catches it in the cell where it happened, marks that cell and every later one with an error
+saying why (so their tests score 0), and lets nbgrader save the grades of the cells that had already passed.
+It also keeps a whole-notebook time limit: each cell's timeout is cut to the time the notebook has left.
+Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
+"""
+
+import time
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Integer
+
+NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
+
+
+def not_run_error(reason):
+    return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
+
+
+class GuardedExecute(Execute):
+    notebook_timeout = Integer(
+        600, help="Seconds a whole notebook may run; the cell running when it expires is interrupted."
+    ).tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._stopped = None  # why the rest of the notebook is not run, once something stopped it
+        return super().preprocess(nb, resources, km)
+
+    def _get_timeout(self, cell):
+        per_cell = super()._get_timeout(cell)
+        left = max(1, int(self._deadline - time.monotonic() + 0.999))
+        return left if per_cell is None else min(per_cell, left)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._stopped is None and time.monotonic() >= self._deadline:
+            self._stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
+        if self._stopped is not None:
+            cell.outputs = [not_run_error(self._stopped)]
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._stopped = "not run: the kernel died in an earlier cell"
+            cell.outputs.append(not_run_error(
+                "the kernel died while running this cell (it crashed, exited, or ran out of memory)"
+            ))
+        except CellTimeoutError:
+            self._stopped = "not run: the kernel stopped responding in an earlier cell"
+            cell.outputs.append(not_run_error("the kernel stopped responding to this cell and to interrupts"))
+        self.log.warning("%s: cell %d stopped the notebook", resources.get("nbgrader", {}).get("student"), index)
+        return cell, resources

@@ -1,0 +1,81 @@
+"""The instructor's terminal summary: scores per student per notebook, why each zero, which tests the class missed."""
+
+from pathlib import Path
+
+import nbformat
+
+from perfaudit.grade import gradebook
+from perfaudit.grade.execute import NOT_RUN
+
+
+def _kernel_events_and_first_failure(notebook_path):
+    """(reasons the grader stopped the notebook, first failed test as 'grade_id: message') from an autograded nb."""
+    if not notebook_path.exists():
+        return [], None
+    nb = nbformat.read(notebook_path, as_version=4)
+    events, first_failure = [], None
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            if output.get("ename") == NOT_RUN and not output["evalue"].startswith("not run"):
+                events.append(f"{output['evalue']} (cell '{meta.get('grade_id', '?')}')")
+            if output.get("ename") == "MemoryError":
+                events.append(f"ran out of memory in cell '{meta.get('grade_id', '?')}' (MemoryError)")
+            if meta.get("grade") and first_failure is None:
+                message = output.get("evalue") or output.get("ename")
+                first_failure = f"'{meta['grade_id']}' failed: {message.splitlines()[0] if message else ''}"
+    return events, first_failure
+
+
+def reasons_for(student, notebook, score, state, autograded, assignment):
+    record = state.record(student) or {}
+    reasons = list(record.get("reasons", {}).get(notebook, []))
+    events, first_failure = _kernel_events_and_first_failure(
+        Path(autograded) / student / assignment / f"{notebook}.ipynb"
+    )
+    reasons += events
+    if score == 0 and not reasons:
+        reasons.append(f"no test passed; first: {first_failure}" if first_failure else "no test passed")
+    return reasons
+
+
+def print_summary(url, course_id, assignment, state, autograded, batch, out):
+    with gradebook.opened(url, course_id) as course_gb:
+        scores = gradebook.scores(course_gb, assignment)
+        counts = gradebook.pass_counts(course_gb, assignment)
+    if batch.claimed_elsewhere:
+        print(f"Being graded by another process now: {', '.join(batch.claimed_elsewhere)}", file=out)
+    if not scores:
+        print("No submissions in the gradebook.", file=out)
+        return
+    notebooks = sorted(next(iter(scores.values())))
+    short = {nb: nb.split("-")[0] for nb in notebooks}
+    maxima = {nb: next(iter(scores.values()))[nb][1] for nb in notebooks}
+    header = ["student"] + [f"{short[nb]} /{maxima[nb]:g}" for nb in notebooks] + [f"total /{sum(maxima.values()):g}"]
+    rows = [
+        [student] + [f"{scores[student][nb][0]:g}" for nb in notebooks]
+        + [f"{sum(scores[student][nb][0] for nb in notebooks):g}"]
+        for student in sorted(scores)
+    ]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(f"\nScores ({len(batch.graded)} graded now, {len(batch.skipped)} unchanged since graded):", file=out)
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)), file=out)
+
+    print("\nZeros and problems:", file=out)
+    any_problem = False
+    for student in sorted(scores):
+        for nb in notebooks:
+            score = scores[student][nb][0]
+            reasons = reasons_for(student, nb, score, state, autograded, assignment)
+            for reason in reasons:
+                any_problem = True
+                print(f"  {student} {nb} ({score:g}/{maxima[nb]:g}): {reason}", file=out)
+    if not any_problem:
+        print("  none", file=out)
+
+    print("\nTests passed (students with full points / students graded):", file=out)
+    for notebook, test, points, passed, graded in counts:
+        print(f"  {passed:>4}/{graded:<4} {notebook} {test} ({points:g} pt)", file=out)

@@ -1,0 +1,91 @@
+"""What runs in a worker process: nbgrader's own autograde and generate_feedback, one student at a time.
+
+Everything nbgrader_config.py sets (preprocessor lists, Execute's settings, a kernel manager) applies here
+exactly as it does to plain `nbgrader autograde`. The memory limit is an rlimit set on this process, so every
+kernel it starts inherits it, whichever kernel manager starts the kernel.
+"""
+
+import logging
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+from nbgrader.converters import Autograde, GenerateFeedback
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import capture_log
+from traitlets.config.loader import PyFileConfigLoader
+
+from perfaudit.grade import gradebook
+
+
+def start(memory_mb, log_path):
+    """Worker initializer: the memory limit, the venv first on PATH (nbgrader calls `alembic`), and a log.
+
+    Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar.
+    """
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    if memory_mb:
+        limit = memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    logging.getLogger("traitlets").setLevel(logging.WARNING)
+
+
+def course_config(course_dir, settings=None):
+    """The course's nbgrader_config.py, with this run's settings on top ({"Section.trait": value})."""
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    config.CourseDirectory.root = str(course_dir)
+    for key, value in (settings or {}).items():
+        section, trait = key.split(".")
+        config[section][trait] = value
+    return config
+
+
+def _failure(result):
+    """The last line of nbgrader's traceback: what went wrong, in one line."""
+    lines = [line for line in (result.get("error") or result.get("log") or "").splitlines() if line.strip()]
+    errors = [line for line in lines if "Error" in line or "Exception" in line]
+    return (errors or lines or ["nbgrader failed without a message"])[-1].strip()
+
+
+def autograde(course_dir, assignment, student, notebooks, template, scratch_dir, settings):
+    """Autograde the given notebooks of one student into a fresh scratch gradebook; return what happened.
+
+    Each notebook is a conversion of its own, so one that fails does not take the others with it.
+    """
+    started = time.monotonic()
+    scratch = Path(scratch_dir) / f"{student}.db"
+    gradebook.copy_template(template, scratch)
+    failures = {}
+    for notebook in notebooks:
+        config = course_config(
+            course_dir,
+            {
+                **settings,
+                "CourseDirectory.db_url": gradebook.sqlite_url(scratch),
+                "CourseDirectory.assignment_id": assignment,
+                "CourseDirectory.student_id": student,
+                "CourseDirectory.notebook_id": notebook,
+            },
+        )
+        converter = Autograde(coursedir=CourseDirectory(config=config), config=config)
+        converter.force = True
+        result = capture_log(converter)
+        if not result["success"]:
+            failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
+    return {"student": student, "scratch": str(scratch), "failures": failures, "seconds": time.monotonic() - started}
+
+
+def feedback(course_dir, assignment, student, settings):
+    """nbgrader generate_feedback for one student (reads the gradebook, writes feedback/<student>/)."""
+    config = course_config(
+        course_dir, {**settings, "CourseDirectory.assignment_id": assignment, "CourseDirectory.student_id": student}
+    )
+    converter = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config)
+    converter.force = True
+    result = capture_log(converter)
+    return {"student": student, "failure": None if result["success"] else _failure(result)}
