@@ -23,7 +23,8 @@ def _fields(schema, prefix="", optional=False, expand=True):
 
 
 def schema_outline(sections=None):
-    """One line per field of report.schema.json: its path, whether it is required, and what it means.
+    """Each field of report.schema.json: a line with its path, its kind and whether it is optional, then its
+    meaning on indented lines (short lines: JupyterLab would otherwise wrap them mid-word).
 
     By default every top-level section is listed and an optional section's fields stay folded (notebook 3
     does not ask for them); `sections` lists the top-level sections to show, each unfolded.
@@ -40,9 +41,6 @@ def schema_outline(sections=None):
             kind = " or ".join(kind)
         if "$ref" in spec:
             kind = "[rows, cols]"
-        flag = " (optional)" if optional else ""
-        # Descriptions wrap under their own column, so JupyterLab does not break words mid-line.
-        described = textwrap.wrap(f"{spec.get('description', '')}{flag}", 60) or [""]
-        lines.append(f"{path:<{width}} {kind:<22} {described[0]}")
-        lines += [" " * (width + 24) + rest for rest in described[1:]]
+        lines.append(f"{path:<{width}} {kind}{' (optional)' if optional else ''}")
+        lines += textwrap.wrap(spec.get("description", ""), 88, initial_indent="    ", subsequent_indent="    ")
     return "\n".join(lines)
