@@ -22,15 +22,13 @@ def nbgrader(*args, course_dir):
 
 
 def scores(course_dir):
-    """{student: {notebook: (score, max_score)}} for the assignment, from the course's gradebook."""
+    """{student: {notebook: (score, max_score)}} for the assignment, from the course's sqlite gradebook."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as gradebook:
-        assignment = gradebook.find_assignment(ASSIGNMENT)
-        return {
-            submission.student.id: {nb.name: (nb.score, nb.max_score) for nb in submission.notebooks}
-            for submission in assignment.submissions
-        }
+    from perfaudit.grade import gradebook
+
+    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as course_gradebook:
+        return gradebook.scores(course_gradebook, ASSIGNMENT)
 
 
 def forget_submissions(course_dir, students):
