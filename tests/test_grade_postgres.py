@@ -88,7 +88,7 @@ def test_two_grading_processes_share_one_postgresql_gradebook(postgres_url, tmp_
             sub.student.id: {nb.name: nb.score for nb in sub.notebooks}
             for sub in gradebook.find_assignment("performance-audit").submissions
         }
-    assert got == EXPECTED
+    assert got == EXPECTED, "\n".join(outputs)
     # Each student graded by exactly one of the two processes: their claims kept them apart.
     graded_counts = [int(out.split("Scores (")[1].split(" graded now")[0]) for out in outputs]
     assert sum(graded_counts) == len(EXPECTED), "\n".join(outputs)

@@ -52,6 +52,22 @@ def _failure(result):
     return (errors or lines or ["nbgrader failed without a message"])[-1].strip()
 
 
+# Kernels that parallel workers start at the same moment can be handed the same free TCP port (jupyter_client
+# picks ports before the kernel binds them); such a kernel dies with "Address already in use" before it runs a
+# line of the student's code. That is the grader's accident, not the student's: convert once more.
+KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
+
+
+def _convert_once_more_if_the_kernel_never_started(converter_class, config):
+    for _ in range(2):
+        converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
+        converter.force = True
+        result = capture_log(converter)
+        if result["success"] or KERNEL_NEVER_STARTED not in f"{result.get('log', '')}{result.get('error', '')}":
+            break
+    return result
+
+
 def autograde(course_dir, assignment, student, notebooks, template, scratch_dir, settings):
     """Autograde the given notebooks of one student into a fresh scratch gradebook; return what happened.
 
@@ -72,9 +88,7 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
                 "CourseDirectory.notebook_id": notebook,
             },
         )
-        converter = Autograde(coursedir=CourseDirectory(config=config), config=config)
-        converter.force = True
-        result = capture_log(converter)
+        result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
         if not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
     return {"student": student, "scratch": str(scratch), "failures": failures, "seconds": time.monotonic() - started}
