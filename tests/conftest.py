@@ -2,6 +2,7 @@
 
 import shutil
 
+import nbformat
 import pytest
 
 from perfaudit import ASSIGNMENT, course, paths
@@ -13,6 +14,22 @@ def make_course(root, db_url=None):
     shutil.copy(paths.ROOT / "nbgrader_config.py", root)
     course.nbgrader("generate_assignment", ASSIGNMENT, *([f"--db={db_url}"] if db_url else []), course_dir=root)
     return root
+
+
+def hidden_test_lines():
+    """Every line of a hidden-test region in source/ that the student release does not show anyway."""
+    visible, hidden = set(), set()
+    for filename in paths.STAGES.values():
+        for cell in nbformat.read(paths.RELEASE / filename, as_version=4).cells:
+            visible.update(line.strip() for line in cell.source.splitlines())
+        for cell in nbformat.read(paths.SOURCE / filename, as_version=4).cells:
+            inside = False
+            for line in cell.source.splitlines():
+                if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
+                    inside = "BEGIN" in line
+                elif inside and line.strip():
+                    hidden.add(line.strip())
+    return hidden - visible
 
 
 @pytest.fixture(scope="session")

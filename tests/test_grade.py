@@ -11,11 +11,10 @@ import io
 import os
 import re
 
-import nbformat
 import pytest
-from conftest import make_course
+from conftest import hidden_test_lines, make_course
 
-from perfaudit import ASSIGNMENT, course, paths, samples
+from perfaudit import ASSIGNMENT, course, samples
 from perfaudit.grade.feedback import HIDDEN_NOTE
 from perfaudit.grade.run import Options, State, run
 
@@ -129,25 +128,9 @@ def test_export_has_every_students_total(graded):
     assert rows == {s: sum(v.values()) for s, v in EXPECTED.items()}
 
 
-def _hidden_test_lines():
-    """Every line of a hidden-test region that the student release does not show anyway."""
-    visible, hidden = set(), set()
-    for filename in paths.STAGES.values():
-        for cell in nbformat.read(paths.RELEASE / filename, as_version=4).cells:
-            visible.update(line.strip() for line in cell.source.splitlines())
-        for cell in nbformat.read(paths.SOURCE / filename, as_version=4).cells:
-            inside = False
-            for line in cell.source.splitlines():
-                if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
-                    inside = "BEGIN" in line
-                elif inside and line.strip():
-                    hidden.add(line.strip())
-    return hidden - visible
-
-
 def test_feedback_has_no_hidden_test_source(graded):
     root, _, _, _ = graded
-    secret = _hidden_test_lines()
+    secret = hidden_test_lines()
     assert len(secret) >= 4, "the source notebooks should hold hidden tests"
     pages = sorted((root / "feedback").glob(f"*/{ASSIGNMENT}/*.html"))
     assert {p.parents[1].name for p in pages} == set(EXPECTED) - {"misnamed-02", "empty-submission"}
