@@ -13,6 +13,7 @@ timings depend on the machine and on what else runs on it (the load average is p
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,13 +30,21 @@ from conftest import make_course  # noqa: E402
 from perfaudit import ASSIGNMENT, course, paths, samples  # noqa: E402
 
 
-def timed(command, cwd):
+def _children_cpu_s():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command, cwd, busy=None):
+    """Wall seconds of a command; with busy={} also its CPU seconds (every process it started and waited for)."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    started = time.perf_counter()
+    cpu_before, started = _children_cpu_s(), time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    if busy is not None:
+        busy["cpu_s"] = _children_cpu_s() - cpu_before
     return seconds
 
 
@@ -71,12 +80,14 @@ def main():
             folder.parent.rename(root / "submitted" / f"s{i + 1:02d}-{name}")
         load_before = os.getloadavg()
 
-        plain_s = timed([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=root)
+        plain_cpu, ours_cpu = {}, {}
+        plain_s = timed([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=root, busy=plain_cpu)
         plain = course.scores(root)
         ours_s = timed(
             [sys.executable, "-m", "perfaudit.grade", "--regrade", "--no-feedback", "--no-progress",
              f"--workers={args.workers}"],
             cwd=root,
+            busy=ours_cpu,
         )
         ours = course.scores(root)
         floor_s = floor_per_notebook(root, "s01-correct")
@@ -91,7 +102,14 @@ def main():
     print(f"python -m perfaudit.grade:           {ours_s:7.1f} s  {ours_s / notebooks:5.2f} s/notebook "
           "(export and summary included, feedback not)")
     print(f"floor, bare python per notebook:                {floor_s:5.2f} s/notebook (correct submission, mean)")
-    print(f"throughput vs plain nbgrader: {plain_s / ours_s:.2f}x (target >= 3x)")
+    plain_busy, ours_busy = plain_cpu["cpu_s"] / plain_s, ours_cpu["cpu_s"] / ours_s
+    print(f"CPU seconds per wall second: plain nbgrader {plain_busy:.2f}, perfaudit.grade {ours_busy:.2f} "
+          f"(of {os.cpu_count()} cores); CPU per notebook: plain {plain_cpu['cpu_s'] / notebooks:.2f} s, "
+          f"perfaudit.grade {ours_cpu['cpu_s'] / notebooks:.2f} s")
+    # At best, parallel workers keep every core busy: this run's CPU seconds spread over all cores.
+    ceiling = os.cpu_count() * plain_s / ours_cpu["cpu_s"]
+    print(f"throughput vs plain nbgrader: {plain_s / ours_s:.2f}x (target >= 3x; ceiling here "
+          f"{ceiling:.2f}x = all cores busy with this run's CPU work per notebook)")
     print(f"per-notebook time vs floor: perfaudit.grade {ours_s / notebooks / floor_s:.2f}x (target <= 1.5x), "
           f"plain nbgrader {plain_s / notebooks / floor_s:.2f}x")
     print(f"identical scores: {len(plain) - len(differing)}/{len(plain)} submissions"
