@@ -4,6 +4,7 @@ Plain nbgrader gives a whole notebook 0 when its kernel dies: the DeadKernelErro
 GuardedExecute catches it in the cell where it happened, marks that cell and every later one with an error
 saying why (so their tests score 0), and lets nbgrader save the grades of the cells that had already passed.
 It also keeps a whole-notebook time limit: each cell's timeout is cut to the time the notebook has left.
+Every kernel it starts runs in the sandbox (perfaudit/grade/kernel.py, perfaudit/sandbox.py).
 Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
 """
 
@@ -13,6 +14,8 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer
+
+from perfaudit.grade.kernel import SandboxedKernelManager
 
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
 
@@ -25,6 +28,11 @@ class GuardedExecute(Execute):
     notebook_timeout = Integer(
         600, help="Seconds a whole notebook may run; the cell running when it expires is interrupted."
     ).tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        # A keyword, not configuration: nbgrader's Execute.__init__ sets its own kernel_manager_class default.
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
         self._deadline = time.monotonic() + self.notebook_timeout
