@@ -25,6 +25,7 @@ import functools
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -254,23 +255,31 @@ def _tree(path):
 
 @contextlib.contextmanager
 def workdir_for(path):
-    """While in use, path (and everything in it) belongs to the sandbox uid; afterwards to its owners again.
+    """While in use, path and everything in it is the sandbox's to write; afterwards owners and modes are back.
 
-    Only when the grader is root and a sandbox runs; otherwise the grader's own folder is already writable.
-    Files the sandbox made go to the folder's owner. Symlinks are changed, never followed.
+    As root the tree belongs to the sandbox uid meanwhile (files it makes go to the folder's owner afterwards).
+    Either way files are made owner-writable meanwhile: nbgrader leaves each graded notebook's folder read-only,
+    and the next notebook of the same student rewrites its evidence there. Symlinks are never followed.
     """
-    if not (_as_root() and available()[0]):
+    if not available()[0]:
         yield path
         return
     path = str(Path(path).resolve())
-    owners = {p: (st.st_uid, st.st_gid) for p in _tree(path) for st in [os.lstat(p)]}
-    uid = sandbox_uid()
-    for p in owners:
-        os.lchown(p, uid, uid)
+    before = {p: os.lstat(p) for p in _tree(path)}
+    uid = sandbox_uid() if _as_root() else None
+    for p, st in before.items():
+        if uid is not None:
+            os.lchown(p, uid, uid)
+        if not stat.S_ISLNK(st.st_mode):
+            os.chmod(p, stat.S_IMODE(st.st_mode) | (0o700 if stat.S_ISDIR(st.st_mode) else 0o600))
     try:
         yield path
     finally:
-        default = owners[path]
+        top = before[path]
         for p in _tree(path):
+            st = before.get(p)
             with contextlib.suppress(FileNotFoundError):
-                os.lchown(p, *owners.get(p, default))
+                if uid is not None:
+                    os.lchown(p, (st or top).st_uid, (st or top).st_gid)
+                if st is not None and not stat.S_ISLNK(st.st_mode) and not os.path.islink(p):
+                    os.chmod(p, stat.S_IMODE(st.st_mode))
