@@ -78,13 +78,16 @@ class Limits:
         ):
             object.__setattr__(self, name, _capped(getattr(self, name), which, unit))
 
-    def prlimit(self):
-        """The prlimit command prefix that applies these limits (soft = hard) to the command after it."""
+    def prlimit(self, processes=True):
+        """The prlimit command prefix that applies these limits (soft = hard) to the command after it.
+
+        processes=False outside a sandbox: RLIMIT_NPROC would count every process of the grader's user.
+        """
         return [
             shutil.which("prlimit") or "prlimit",
             f"--cpu={self.cpu_s}",
             f"--as={self.memory_mb * 2**20}",
-            f"--nproc={self.processes}",
+            *([f"--nproc={self.processes}"] if processes else []),
             f"--fsize={self.file_mb * 2**20}",
             "--",
         ]
@@ -211,7 +214,7 @@ def command(argv, *, workdir, env=None, limits=None, writable=()):
     if not ok:
         if not unsandboxed_allowed():
             raise SandboxUnavailable(_unavailable_message(why))
-        return [*limits.prlimit(), *argv] if shutil.which("prlimit") else list(argv)
+        return [*limits.prlimit(processes=False), *argv] if shutil.which("prlimit") else list(argv)
     workdir = str(Path(workdir).resolve())
     as_root = _as_root()
     args = [

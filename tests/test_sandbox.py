@@ -18,7 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths, sandbox
-from perfaudit.grade.execute import GuardedExecute
+from perfaudit.grade.execute import OUTPUT_DROPPED, GuardedExecute
 from perfaudit.grade.run import Options, run
 
 needs_bubblewrap = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
@@ -40,10 +40,10 @@ def environment(**settings):
                 os.environ[key] = value
 
 
-def _run_cells(cells, workdir):
+def _run_cells(cells, workdir, **settings):
     """Each cell's result: what it printed, or 'ename: evalue' for its error."""
     nb = new_notebook(cells=[new_code_cell(source) for source in cells])
-    nb, _ = GuardedExecute(timeout=60).preprocess(nb, {"metadata": {"path": str(workdir)}})
+    nb, _ = GuardedExecute(timeout=60, **settings).preprocess(nb, {"metadata": {"path": str(workdir)}})
     results = []
     for cell in nb.cells:
         errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
@@ -167,6 +167,15 @@ def test_nothing_of_the_course_is_bound_but_the_perfaudit_package():
     argv = sandbox.command(["true"], workdir=paths.ROOT / "autograded")
     mounts = {argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}
     assert str(paths.ROOT) not in mounts and str(paths.ROOT / "perfaudit") in mounts
+
+
+@needs_bubblewrap
+def test_output_beyond_the_limit_is_dropped_but_errors_are_kept(tmp_path):
+    flood = "for _ in range(3000):\n    print('x' * 1000)"
+    results = _run_cells([flood, "print('more')", "assert False, 'a failing test'"], tmp_path, max_output_bytes=2**20)
+    assert len(results[0]) < 1.1 * 2**20 and results[0].endswith(OUTPUT_DROPPED)
+    assert results[1] == OUTPUT_DROPPED
+    assert results[2] == "AssertionError: a failing test"
 
 
 def _course_with_a_submission(tmp_path):
