@@ -163,6 +163,17 @@ def test_the_working_folder_is_writable_and_goes_back_to_its_owner(probes):
 
 
 @needs_bubblewrap
+def test_after_a_kernel_death_the_folder_goes_back_with_its_modes(tmp_path):
+    """nbgrader leaves a graded notebook's folder read-only; the next notebook may rewrite its evidence there."""
+    (tmp_path / "evidence.json").write_text("{}")
+    (tmp_path / "evidence.json").chmod(0o444)
+    results = _run_cells(["open('evidence.json', 'w').write('[]')", "import os\nos._exit(3)"], tmp_path)
+    assert results[0] == "" and (tmp_path / "evidence.json").read_text() == "[]"
+    assert (tmp_path / "evidence.json").stat().st_mode & 0o777 == 0o444
+    assert {p.stat().st_uid for p in [tmp_path, *tmp_path.rglob("*")]} == {os.geteuid()}
+
+
+@needs_bubblewrap
 def test_nothing_of_the_course_is_bound_but_the_perfaudit_package():
     argv = sandbox.command(["true"], workdir=paths.ROOT / "autograded")
     mounts = {argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}

@@ -72,3 +72,5 @@ class SandboxedKernelManager(AsyncKernelManager):
         if not restart and getattr(self, "_sandbox_cleanup", None) is not None:
             self._sandbox_cleanup.close()  # the working folder goes back to its owner
             self._sandbox_cleanup = None
+
+    cleanup_resources = _async_cleanup_resources  # what nbclient calls after a kernel died
