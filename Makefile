@@ -33,6 +33,7 @@ release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing 
 check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
+# Student code runs in bubblewrap (README, "Sandbox"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) in parallel: grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 

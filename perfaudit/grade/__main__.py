@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from perfaudit.grade.run import Options, run
+from perfaudit.sandbox import SandboxUnavailable
 
 
 def parse(argv):
@@ -29,7 +30,11 @@ def parse(argv):
 
 
 def main(argv=None):
-    run(parse(argv))
+    try:
+        run(parse(argv))
+    except SandboxUnavailable as refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     return 0
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT, course, sandbox
 from perfaudit.grade import diagnose, gradebook, intake, summary, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
@@ -50,6 +50,7 @@ class Batch:
     skipped: list = field(default_factory=list)  # graded before, unchanged
     claimed_elsewhere: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
+    sandbox: str = ""  # how student code ran: perfaudit.sandbox.status()
 
 
 class Progress:
@@ -128,7 +129,12 @@ def _expected_ids(course_gb):
 
 
 def run(options, out=sys.stdout):
-    """Grade every submission in the course directory; print the summary; return the Batch."""
+    """Grade every submission in the course directory; print the summary; return the Batch.
+
+    Without a working sandbox this raises SandboxUnavailable before it grades anyone (PERFAUDIT_UNSANDBOXED=1:
+    grades all the same, and says so first thing and in the summary).
+    """
+    sandbox.require()
     # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
     warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
     course_dir = Path(options.course_dir).resolve()
@@ -155,7 +161,8 @@ def run(options, out=sys.stdout):
         print(report.report(), file=out)
 
     state = State(autograded)
-    batch = Batch()
+    batch = Batch(sandbox=sandbox.status(sandbox.Limits(memory_mb=options.memory_mb or sandbox.Limits.memory_mb)))
+    print(f"Student code: {batch.sandbox}", file=out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -259,7 +266,8 @@ def _remove_tree(path):
 
     if path.exists():
         for sub in [path, *path.rglob("*")]:
-            os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
+            if not sub.is_symlink():  # a student's symlink must not point a chmod at the grader's files
+                os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
         shutil.rmtree(path)
 
 

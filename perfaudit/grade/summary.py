@@ -45,6 +45,8 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     with gradebook.opened(url, course_id) as course_gb:
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)
+    if batch.sandbox:
+        print(f"Student code: {batch.sandbox}", file=out)
     if batch.claimed_elsewhere:
         print(f"Being graded by another process now: {', '.join(batch.claimed_elsewhere)}", file=out)
     if not scores:
