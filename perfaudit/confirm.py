@@ -36,7 +36,7 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from perfaudit import checks, sandbox
+from perfaudit import checks, paths, sandbox
 
 NOT_CONFIRMED = "NotConfirmed"  # ename of the error put on tests whose verdict could not be confirmed
 STUDENT_MESSAGE = (
@@ -412,7 +412,9 @@ def correct_summary(probe):
 
 def _trace_sequence(probe):
     """A random sequence of new and repeated shapes: each new shape adds one trace, each repeat none."""
-    sizes = [int(n) for n in probe.rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], 3, replace=False)]
+    used = probe.harness.shared.setdefault("trace sizes", {8, 16, 32})  # shapes audited has already seen
+    sizes = [int(n) for n in probe.rng.choice([n for n in range(5, 48) if n not in used], 3, replace=False)]
+    used.update(sizes)
     sequence = [sizes[0]] + [int(n) for n in probe.rng.choice(sizes, int(probe.rng.integers(4, 7)))]
     step = {"op": "traces", "sizes": sequence, "seed": int(probe.rng.integers(1 << 62))}
     counts, _ = probe.op(step, "calling audited at new and repeated shapes")
@@ -558,6 +560,14 @@ def working_copy(folder, ignore, into):
         shutil.copyfile(path, target)
 
 
+def harness_env(workdir):
+    """The kernel's environment (NBGRADER_EXECUTION included: code cannot tell the two runs apart by it), with
+    IPython's and matplotlib's settings for a process without a display, and evidence kept in its own folder."""
+    env = {**os.environ, "IPYTHONDIR": str(Path(workdir) / ".ipython"), "MPLBACKEND": "Agg"}
+    env.pop(paths.EVIDENCE_ENV, None)
+    return env
+
+
 def _memory_mb():
     """This grading process's own address-space limit (the batch grader sets one), else the sandbox default."""
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
@@ -628,7 +638,7 @@ class ConfirmVerdicts(NbGraderPreprocessor):
         workdir = Path(tempfile.mkdtemp(prefix="perfaudit-confirm-"))
         try:
             working_copy(self._submitted_folder(resources), self._ignore(), workdir)
-            env = {**os.environ, "IPYTHONDIR": str(workdir / ".ipython"), "MPLBACKEND": "Agg"}
+            env = harness_env(workdir)
             verdicts = confirm(nb, workdir, env, execute.timeout or 30, execute.notebook_timeout, log=self.log)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -126,27 +126,32 @@ class Harness:
         error = result.error_before_exec or result.error_in_exec
         return None if error is None else f"{type(error).__name__}: {error}"
 
+    def _lookup(self, name):
+        if name not in self.ns:
+            raise NameError(f"{name} is not defined after the notebook's cells ran")
+        return self.ns[name]
+
     def get(self, step):
-        return plain(self.ns[step["name"]])
+        return plain(self._lookup(step["name"]))
 
     def call(self, step):
-        out = self.ns[step["name"]](*_arguments(step.get("args", [])))
+        out = self._lookup(step["name"])(*_arguments(step.get("args", [])))
         if step.get("as_array"):
             return _ndarray_tolist(_asarray(out, dtype=_float64))
         return plain(out)
 
     def time_call(self, step):
-        return plain(self.ns["time_call"](lambda x: _SlowResult(step["delay"]), None))
+        return plain(self._lookup("time_call")(lambda x: _SlowResult(step["delay"]), None))
 
     def _timed(self, fn, x):
         start = _perf_counter()
-        seconds = plain(self.ns["time_call"](fn, x))
+        seconds = plain(self._lookup("time_call")(fn, x))
         return seconds, _perf_counter() - start
 
     def first_and_steady(self, step):
         rows = np.random.default_rng(step["seed"]).standard_normal((step["n"], step["n"]))
         x = _matrix(rows / np.sqrt(step["n"]))
-        fresh = jax.jit(self.ns["workload"])  # a new function: its first call traces and compiles
+        fresh = jax.jit(self._lookup("workload"))  # a new function: its first call traces and compiles
         first, first_outer = self._timed(fresh, x)
         steady = [self._timed(fresh, x) for _ in range(step["steady"])]
         return {"first": first, "steady": [s for s, _ in steady],
@@ -154,7 +159,7 @@ class Harness:
 
     def traces(self, step):
         rng = np.random.default_rng(step["seed"])
-        audited, traces = self.ns["audited"], self.ns["traces"]
+        audited, traces = self._lookup("audited"), self._lookup("traces")
         before = plain(traces())
         after = []
         for n in step["sizes"]:

@@ -5,7 +5,6 @@ that hangs or dies after a confirmed test keeps that confirmation.
 """
 
 import copy
-import os
 import time
 
 import nbformat
@@ -43,6 +42,24 @@ _checks.check_random_output = lambda *args, **kwargs: None
 
 def workload(x):
     return jnp.tanh(x @ x) + 1.0
+'''
+
+CHEATS_ONLY_WHEN_GRADED = '''
+import os
+
+
+def workload(x):
+    return jnp.tanh(x @ x)
+
+
+if os.environ.get("NBGRADER_EXECUTION"):  # only while nbgrader grades: patch the checks, submit a wrong workload
+    from perfaudit import checks as _checks
+
+    _checks.check_identity_output = lambda *args, **kwargs: None
+    _checks.check_random_output = lambda *args, **kwargs: None
+
+    def workload(x):
+        return x @ x
 '''
 
 TRACES_RETURN_TWO = '''
@@ -117,6 +134,8 @@ SUBMISSIONS = {
     # student: (sample, stages submitted, extra changes, in-kernel scores, confirmed scores)
     "cheat-patched-checks": (samples.Sample(replaced={(1, "workload"): PATCHED_CHECKS}), (1,), None,
                              {NB1: 5}, {NB1: 3}),
+    "cheat-only-when-graded": (samples.Sample(replaced={(1, "workload"): CHEATS_ONLY_WHEN_GRADED}), (1,), None,
+                               {NB1: 5}, {NB1: 3}),
     "cheat-traces-return-two": (samples.Sample(replaced={(2, "counted_workload"): TRACES_RETURN_TWO}), (2,), None,
                                 {NB2: 3}, {NB2: 1}),
     "cheat-constant-report": (samples.Sample(replaced={(3, "write_evidence"): lambda s: s + CONSTANT_REPORT}), (3,),
@@ -193,8 +212,7 @@ def _stage1(*extra_after):
 
 
 def _verdicts(nb, tmp_path, cell_timeout=20, notebook_timeout=120):
-    env = {**os.environ, "IPYTHONDIR": str(tmp_path / ".ipython"), "MPLBACKEND": "Agg"}
-    verdicts = confirm.confirm(nb, tmp_path, env, cell_timeout, notebook_timeout)
+    verdicts = confirm.confirm(nb, tmp_path, confirm.harness_env(tmp_path), cell_timeout, notebook_timeout)
     return {execute.nbgrader_meta(nb.cells[i])["grade_id"]: reason for i, reason in verdicts.items()}
 
 
