@@ -23,8 +23,9 @@ c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
 # --- batch grading (issue 4) ---
 # Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
-from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
+from nbgrader.preprocessors import DeduplicateIds, Execute, SaveAutoGrades  # noqa: E402
 
+from perfaudit.confirm import ConfirmVerdicts  # noqa: E402
 from perfaudit.grade.cells import DropDuplicateIds  # noqa: E402
 from perfaudit.grade.execute import GuardedExecute  # noqa: E402
 from perfaudit.grade.feedback import HideHiddenTests  # noqa: E402
@@ -35,10 +36,14 @@ c.Autograde.sanitize_preprocessors = [
     for p in c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default())
 ]
 # A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
-c.Autograde.autograde_preprocessors = [
+_autograde = [
     GuardedExecute if p is Execute else p
     for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
 ]
+# A test's points stand only when a process that never runs student code confirms them (perfaudit/confirm.py).
+# Just before SaveAutoGrades, after IgnorePattern: it sees each test's outputs exactly as they will be scored.
+_save = _autograde.index(SaveAutoGrades)
+c.Autograde.autograde_preprocessors = _autograde[:_save] + [ConfirmVerdicts] + _autograde[_save:]
 c.GuardedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
 # Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
 _feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))

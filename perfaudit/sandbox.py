@@ -189,6 +189,27 @@ def _parents_world_searchable(paths, made):
     return args
 
 
+PASSED_THROUGH = ("PERFAUDIT_", "JAX_", "XLA_")  # an instructor may pin JAX's platform or XLA flags for a class
+
+
+def student_env(grader_env=None):
+    """The grader's settings a student's process may see: PERFAUDIT_*, JAX_*, XLA_*, nothing else.
+
+    NBGRADER_EXECUTION in particular stays outside: student code cannot tell that it is being graded.
+    """
+    grader_env = os.environ if grader_env is None else grader_env
+    return {k: v for k, v in grader_env.items() if k.startswith(PASSED_THROUGH) and k != BWRAP}
+
+
+def unsandboxed_env(env):
+    """env for a process started without a sandbox (PERFAUDIT_UNSANDBOXED=1): the same clean environment, with
+    this machine's PATH and HOME, and the default places for temporary files and settings."""
+    base = {**base_env(), **{k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}}
+    for key in ("TMPDIR", "IPYTHONDIR", "MPLCONFIGDIR"):
+        base.pop(key)
+    return {**base, **env}
+
+
 def base_env():
     """What a Python process in the sandbox needs: PATH with this Python's bin first, a writable HOME, a locale."""
     return {

@@ -38,7 +38,7 @@ def test_untouched_starter_fails_with_a_clear_message(stage, tmp_path):
 
 
 def test_starter_reports_a_missing_graded_cell(tmp_path, monkeypatch):
-    from perfaudit import check, execute
+    from perfaudit import execute
 
     source = execute.read(paths.SOURCE / paths.STAGES[2])
     student = execute.read(paths.RELEASE / paths.STAGES[2])

@@ -19,15 +19,6 @@ from jupyter_client.manager import AsyncKernelManager
 
 from perfaudit import sandbox
 
-PASSED_THROUGH = ("PERFAUDIT_", "JAX_", "XLA_")
-
-
-def kernel_env(grader_env=None):
-    """The grader's settings that a student's kernel may see (see the module's docstring)."""
-    grader_env = os.environ if grader_env is None else grader_env
-    return {k: v for k, v in grader_env.items() if k.startswith(PASSED_THROUGH) and k != sandbox.BWRAP}
-
-
 class SandboxedKernelManager(AsyncKernelManager):
     """An AsyncKernelManager whose kernel process is started by perfaudit.sandbox.command()."""
 
@@ -56,12 +47,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         # The connection file was just written (0600, the grader's): the sandbox user must read it.
         if os.geteuid() == 0 and sandbox.available()[0]:
             os.chown(self.connection_file, sandbox.sandbox_uid(), sandbox.sandbox_uid())
-        env = kernel_env()
+        env = sandbox.student_env()
         if not sandbox.available()[0]:  # running unsandboxed, as asked: a clean environment all the same
-            env = {**sandbox.base_env(), **{k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}, **env}
-            env.pop("IPYTHONDIR", None)
-            env.pop("MPLCONFIGDIR", None)
-            kw["env"] = env
+            kw["env"] = env = sandbox.unsandboxed_env(env)
         else:
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below
         kernel_cmd = sandbox.command(kernel_cmd, workdir=self._workdir, env=env, writable=[self._private])
