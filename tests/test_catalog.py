@@ -10,11 +10,14 @@ import io
 import os
 import re
 
+import nbformat
 import pytest
 from conftest import hidden_test_lines, make_course
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, catalog, course, paths
+from perfaudit import ASSIGNMENT, catalog, confirm, course, paths
+from perfaudit.grade import summary
+from perfaudit.grade.feedback import HideHiddenTests
 from perfaudit.grade.run import Options, run
 
 
@@ -62,6 +65,15 @@ def test_batch_command_gives_the_same_confirmed_scores(plain, batch):
     root, summary = batch
     assert {name: _scores(root, name) for name in catalog.CASES} == {name: _scores(plain, name) for name in catalog.CASES}
     assert "could not be confirmed" in summary  # the instructor sees why a cheat's points did not stand
+
+
+def test_instructor_reads_why_a_test_was_not_confirmed_and_the_student_a_neutral_message(plain):
+    path = plain / "autograded" / "cheat-trace-count-set-by-hand" / ASSIGNMENT / paths.STAGES[2]
+    events, _ = summary._kernel_events_and_first_failure(path)
+    assert any(e.startswith("'two_traces' could not be confirmed: calls at [") for e in events), events
+    feedback, _ = HideHiddenTests().preprocess(nbformat.read(path, as_version=4), {})
+    shown = [o for c in feedback.cells for o in c.get("outputs", []) if o.get("ename") == confirm.NOT_CONFIRMED]
+    assert shown and all(o.evalue == confirm.STUDENT_MESSAGE and "calls at" not in "".join(o.traceback) for o in shown)
 
 
 @pytest.mark.parametrize("grader", ["plain", "batch"])
