@@ -164,14 +164,18 @@ class Probe:
     def op(self, message, what):
         return self._step(message, what)
 
-    def fresh_dir(self):
-        """(name relative to the harness's folder, its path here): a new empty directory."""
+    def fresh_dir(self, files=None):
+        """(name relative to the harness's folder, its path here): a new directory holding only `files`
+        ({name: text}), all of it the harness's to write, as the rest of its folder is."""
         name = f"confirm-{self.rng.integers(1 << 62):x}"
         path = self.harness.workdir / name
         path.mkdir()
+        for file_name, text in (files or {}).items():
+            (path / file_name).write_text(text)
         owner = self.harness.workdir.stat()
-        if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):  # the sandbox's user writes into it
-            os.chown(path, owner.st_uid, owner.st_gid)
+        if (owner.st_uid, owner.st_gid) != (os.geteuid(), os.getegid()):  # the sandbox's user
+            for made in (path, *path.iterdir()):
+                os.chown(made, owner.st_uid, owner.st_gid)
         return name, path
 
     def read_back(self, path):
@@ -507,9 +511,8 @@ def going_further_evidence(probe):
     rng = probe.rng
     evidence = make_evidence(rng, int(rng.integers(5, 20)))
     base, first_call = make_report(rng, evidence), make_first_call(rng)
-    name, path = probe.fresh_dir()
-    (path / "workload.jaxpr.txt").write_text(evidence["jaxpr_text"])
-    (path / "report.json").write_text(json.dumps(base, indent=2) + "\n")
+    name, path = probe.fresh_dir({"workload.jaxpr.txt": evidence["jaxpr_text"],
+                                  "report.json": json.dumps(base, indent=2) + "\n"})
     returned, _ = probe.call("write_going_further", name, base, first_call, what="write_going_further into a new directory")
     copy = probe.read_back(path)
     checks.check_going_further(copy)
