@@ -7,13 +7,13 @@ perfaudit/samples.py (correct, untouched, partly right, and the typical mistakes
 them all, then this command grades them all again (--regrade) in the same course directory; the scores of
 every submission must be identical. The floor is bare `python` running each notebook's code (as graded,
 hidden tests included, from the correct submission) as a script in a copy of its autograded folder.
-Prints wall times, the throughput ratio and the per-notebook time against the floor. Nothing here is a test:
-timings depend on the machine and on what else runs on it (the load average is printed).
+Prints wall times, how many cores each grader kept busy, the throughput ratio with the ceiling the machine's
+cores leave it, and the per-notebook time against the floor. Nothing here is a test: timings depend on the
+machine and on what else runs on it (the load average is printed; the CPU figures assume an idle machine).
 """
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -30,21 +30,27 @@ from conftest import make_course  # noqa: E402
 from perfaudit import ASSIGNMENT, course, paths, samples  # noqa: E402
 
 
-def _children_cpu_s():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def _machine_busy_s():
+    """CPU seconds every core of this machine has spent busy since boot (Linux /proc/stat).
+
+    A grader's kernels and sandboxes are not all waited for by the process that started them, so per-process
+    accounting misses them; on an otherwise idle machine the whole machine's busy time is the run's.
+    """
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def timed(command, cwd, busy=None):
-    """Wall seconds of a command; with busy={} also its CPU seconds (every process it started and waited for)."""
+    """Wall seconds of a command; with busy={} also the machine's busy CPU seconds meanwhile."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    cpu_before, started = _children_cpu_s(), time.perf_counter()
+    cpu_before, started = _machine_busy_s(), time.perf_counter()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     if busy is not None:
-        busy["cpu_s"] = _children_cpu_s() - cpu_before
+        busy["cpu_s"] = _machine_busy_s() - cpu_before
     return seconds
 
 
@@ -103,8 +109,8 @@ def main():
           "(export and summary included, feedback not)")
     print(f"floor, bare python per notebook:                {floor_s:5.2f} s/notebook (correct submission, mean)")
     plain_busy, ours_busy = plain_cpu["cpu_s"] / plain_s, ours_cpu["cpu_s"] / ours_s
-    print(f"CPU seconds per wall second: plain nbgrader {plain_busy:.2f}, perfaudit.grade {ours_busy:.2f} "
-          f"(of {os.cpu_count()} cores); CPU per notebook: plain {plain_cpu['cpu_s'] / notebooks:.2f} s, "
+    print(f"busy cores (machine CPU seconds per wall second): plain nbgrader {plain_busy:.2f}, perfaudit.grade "
+          f"{ours_busy:.2f} of {os.cpu_count()}; CPU per notebook: plain {plain_cpu['cpu_s'] / notebooks:.2f} s, "
           f"perfaudit.grade {ours_cpu['cpu_s'] / notebooks:.2f} s")
     # At best, parallel workers keep every core busy: this run's CPU seconds spread over all cores.
     ceiling = os.cpu_count() * plain_s / ours_cpu["cpu_s"]
