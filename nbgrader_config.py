@@ -20,7 +20,7 @@ c.Validator.validate_all = True
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
 c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
 
-# --- batch grading (issue 4) ---
+# --- grading: partial credit, sandboxed kernels, confirmed verdicts, feedback without hidden tests ---
 # Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import DeduplicateIds, Execute, SaveAutoGrades  # noqa: E402
