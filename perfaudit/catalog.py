@@ -7,7 +7,6 @@ about and states the score it must get for each. Built from the student release 
 solutions, like perfaudit/samples.py, so the cases follow any change to source/.
 """
 
-import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -328,5 +327,5 @@ def write_case(name, submitted_dir):
     folder = Path(submitted_dir) / name / ASSIGNMENT
     folder.mkdir(parents=True, exist_ok=True)
     for stage in case.expected:
-        nbformat.write(copy.deepcopy(submission(case, stage)), folder / paths.STAGES[stage])
+        nbformat.write(submission(case, stage), folder / paths.STAGES[stage])
     return folder
