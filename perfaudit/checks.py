@@ -64,11 +64,16 @@ def check_identity_output(workload, n=16):
     )
 
 
+def random_matrix(rng, n):
+    """An n x n float32 matrix of scaled normal entries: far from the identity, tanh(A @ A) not saturated."""
+    return (rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32)
+
+
 def check_random_output(workload, rng=None):
     """workload(A) must equal tanh(A @ A) for a random A of a random size: a hard-coded answer fails."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(5, 48))
-    a = (rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32)
+    a = random_matrix(rng, n)
     found = _as_matrix(workload(_device_matrix(a)), f"workload(A) for a random {n}x{n} matrix A")
     expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
     _compare(found, expected, f"workload(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=1e-4)

@@ -76,12 +76,14 @@ class Harness:
         self.cell_timeout, self.deadline = cell_timeout, time.monotonic() + notebook_timeout
         self.notebook_timeout = notebook_timeout
         self.log = tempfile.TemporaryFile()
+        self.shared = {}  # answers the rules of one notebook share (Probe.shared), and the trace sizes used
         argv = sandbox.command([sys.executable, "-I", "-m", "perfaudit.harness"], workdir=str(workdir), env=env,
                                limits=limits)
         if not sandbox.available()[0]:  # running unsandboxed, as asked: a clean environment all the same
             env = sandbox.unsandboxed_env(env)
         self.process = subprocess.Popen(argv, cwd=workdir, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=self.log, start_new_session=True)
+        self.copies = tempfile.mkdtemp(prefix="perfaudit-confirmed-")  # trusted copies of what it wrote
         self.replies = queue.Queue()
         threading.Thread(target=self._read_replies, daemon=True).start()
         self.where = "starting"
@@ -140,6 +142,7 @@ class Harness:
                 pass
         self.process.wait()
         self.log.close()
+        shutil.rmtree(self.copies, ignore_errors=True)
 
 
 class Probe:
@@ -147,7 +150,6 @@ class Probe:
 
     def __init__(self, harness, rng, grade_id):
         self.harness, self.rng, self.grade_id = harness, rng, grade_id
-        self._shared = {}
 
     def _step(self, message, what):
         return self.harness.step(message, f"{what} (test '{self.grade_id}')")
@@ -212,10 +214,6 @@ class Probe:
 
 def _new_size(rng, avoid=(8, 16, 32)):
     return int(rng.choice([n for n in range(5, 48) if n not in avoid]))
-
-
-def _random_matrix(rng, n):
-    return (rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32)
 
 
 def _jaxpr_text(token):
@@ -301,7 +299,7 @@ def _confirm_identity(probe, name):
 
 def _confirm_random(probe, name):
     n = _new_size(probe.rng)
-    a = _random_matrix(probe.rng, n)
+    a = checks.random_matrix(probe.rng, n)
     found = _matrix_result(probe, name, a, f"a random {n}x{n} matrix")
     expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
     checks._compare(found, expected, f"{name}(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=1e-4)
@@ -597,7 +595,6 @@ def confirm(nb, workdir, env, cell_timeout, notebook_timeout, rng=None, log=None
 
 
 def _confirm_in(nb, tests, passed, verdicts, harness, rng, log):
-    harness.shared, harness.copies = {}, tempfile.mkdtemp(prefix="perfaudit-confirmed-")
     try:
         harness.step({"op": "ready"}, "starting")
         for index, cell in enumerate(nb.cells[: max(passed) + 1]):
@@ -618,7 +615,6 @@ def _confirm_in(nb, tests, passed, verdicts, harness, rng, log):
             log.warning("confirmation stopped: %s", error)
     finally:
         harness.close()
-        shutil.rmtree(harness.copies, ignore_errors=True)
     return verdicts
 
 
