@@ -5,14 +5,19 @@ expected, what was found, and where to look. No check asserts an absolute time; 
 checks compare measurements with each other.
 """
 
+import atexit
 import json
 import math
+import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
+from perfaudit.kernelside import in_student_process
 from perfaudit.report import load_schema
 
 IDENTITY_DIAGONAL = math.tanh(1.0)  # tanh(I @ I) = tanh(I): 0.761594 on the diagonal, 0 elsewhere
@@ -79,38 +84,114 @@ def check_random_output(workload, rng=None):
     _compare(found, expected, f"workload(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=1e-4)
 
 
+class SlowFunction:
+    """fn(x) whose result becomes ready only after delay_s, however the caller waits for it; `waited_s` records
+    how long each wait took. When a test runs in the grader, the grader itself holds the result back and never
+    tells the student's process for how long (perfaudit/autograde/channel.py). `wrapped`: call that first and
+    hand back its result once ready (a real JAX computation under the grader's clock).
+    """
+
+    def __init__(self, delays_s, wrapped=None):
+        self.delays_s, self.wrapped, self.waited_s = list(delays_s), wrapped, []
+
+    @property
+    def delay_s(self):
+        """The delay of the next wait (the grader's channel reads it when the student's code waits)."""
+        return self.delays_s[min(len(self.waited_s), len(self.delays_s) - 1)]
+
+    def __call__(self, x):
+        return _SlowResult(self, None if self.wrapped is None else self.wrapped(x))
+
+
 class _SlowResult:
-    """A result that takes SYNC_DELAY_S to become ready, however the student waits for it."""
+    def __init__(self, fn, inner):
+        self.fn, self.inner, self.ready = fn, inner, False
 
     def block_until_ready(self):
-        time.sleep(SYNC_DELAY_S)
+        if not self.ready:
+            if hasattr(self.inner, "block_until_ready"):
+                self.inner.block_until_ready()
+            started = time.perf_counter()
+            time.sleep(self.fn.delay_s)
+            self.fn.waited_s.append(time.perf_counter() - started)
+            self.ready = True
         return self
 
     def __array__(self, dtype=None, copy=None):
-        time.sleep(SYNC_DELAY_S)
+        self.block_until_ready()
         return np.zeros((1, 1), dtype=dtype)
 
 
-def check_time_call(time_call):
-    """time_call(fn, x) must stop the clock only once fn's result is ready."""
-    seconds = time_call(lambda x: _SlowResult(), None)
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-        _fail(f"time_call should return the elapsed seconds as a float; found {type(seconds).__name__}.")
-    if seconds < SYNC_DELAY_S:
-        _fail(
-            f"time_call measured {seconds * 1e3:.3f} ms for a call whose result takes at least "
-            f"{SYNC_DELAY_S * 1e3:.0f} ms to become ready: JAX returns before the work is done. "
-            "Stop the clock only after out.block_until_ready()."
-        )
+def check_seconds(seconds, what, outer_s=None):
+    """A duration as time_call must report it: a finite float of seconds, within the time the call took."""
+    if not isinstance(seconds, float):
+        _fail(f"{what} should be a float number of seconds (time.perf_counter() differences are); found "
+              f"{type(seconds).__name__} {seconds!r:.40}. Report seconds, not milliseconds or nanoseconds.")
+    if not math.isfinite(seconds) or seconds <= 0:
+        _fail(f"{what} should be a positive, finite number of seconds; found {seconds!r}.")
+    if outer_s is not None and seconds > outer_s:
+        _fail(f"{what} is {seconds:.6f} s, longer than the {outer_s:.6f} s the whole call took when the grader "
+              "timed it from outside: that is not a measurement of this call. (Milliseconds instead of seconds?)")
+    return seconds
+
+
+def _timed(time_call, fn, x):
+    """(what time_call reported, seconds the caller saw the whole call take)."""
+    started = time.perf_counter()
+    seconds = time_call(fn, x)
+    return seconds, time.perf_counter() - started
+
+
+def check_time_call(time_call, rng=None):
+    """time_call(fn, x) must stop the clock only once fn's result is ready: checked on results whose readiness
+    comes after delays chosen now, and against the caller's own clock."""
+    rng = rng or np.random.default_rng()
+    for low, high in ((0.02, 0.05), (0.08, 0.15)):
+        slow = SlowFunction([float(rng.uniform(low, high))])
+        seconds, outer = _timed(time_call, slow, None)
+        seconds = check_seconds(seconds, "time_call's result", outer)
+        waited = slow.waited_s[-1] if slow.waited_s else 0.0
+        if not slow.waited_s or seconds < waited:
+            _fail(
+                f"time_call measured {seconds * 1e3:.3f} ms for a call whose result took {waited * 1e3:.1f} ms to "
+                "become ready: JAX returns before the work is done. Stop the clock only after "
+                "out.block_until_ready()."
+            )
+
+
+@in_student_process
+def fresh_jit(fn):
+    """A new jax.jit of fn, never called: its first call traces and compiles, whatever ran before."""
+    import jax
+
+    return jax.jit(lambda x: fn(x))
+
+
+def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
+    """time_call on a fresh jit of workload: the first call, which traces and compiles, is slower than the median
+    of the steady calls, and every timing lies between the result's readiness and the caller's clock."""
+    rng = rng or np.random.default_rng()
+    delays = [float(d) for d in rng.uniform(0.001, 0.003, size=steady_calls + 1)]
+    slow = SlowFunction(delays, wrapped=fresh_jit(workload))
+    x = _device_matrix(np.eye(16))
+    timings = []
+    for call in range(steady_calls + 1):
+        seconds, outer = _timed(time_call, slow, x)
+        what = "time_call's first call" if call == 0 else "time_call's steady call"
+        seconds = check_seconds(seconds, what, outer)
+        if len(slow.waited_s) <= call or seconds < slow.waited_s[call]:
+            _fail(f"{what} reported {seconds * 1e3:.3f} ms, less than the time its result took to become ready: "
+                  "stop the clock after block_until_ready().")
+        timings.append(seconds)
+    check_timings(timings[0], timings[1:])
 
 
 def check_timings(first_call_s, steady_s):
     """The first call includes tracing and compilation, so it is slower than the steady median."""
-    steady = [float(s) for s in steady_s]
-    if len(steady) < STEADY_CALLS_MIN:
-        _fail(f"expected at least {STEADY_CALLS_MIN} steady timings; found {len(steady)}.")
-    if not first_call_s > 0 or not all(s > 0 for s in steady):
-        _fail("every timing should be a positive number of seconds; found a zero or negative one.")
+    if not isinstance(steady_s, (list, tuple, np.ndarray)) or len(steady_s) < STEADY_CALLS_MIN:
+        _fail(f"expected a list of at least {STEADY_CALLS_MIN} steady timings; found {steady_s!r:.60}.")
+    first_call_s = check_seconds(_float(first_call_s), "the first call's timing")
+    steady = [check_seconds(_float(s), "a steady call's timing") for s in steady_s]
     median = float(np.median(steady))
     if not first_call_s > median:
         _fail(
@@ -118,6 +199,11 @@ def check_timings(first_call_s, steady_s):
             f"({median * 1e3:.3f} ms) because it includes tracing and compilation. Was the function "
             "already compiled before you timed its first call? jax.clear_caches() makes the next call first again."
         )
+
+
+def _float(value):
+    """NumPy's float64 is a float; other numbers stay what they are, for check_seconds to judge."""
+    return float(value) if isinstance(value, np.floating) else value
 
 
 def check_summarize(summarize, samples=(0.003, 0.001, 0.002, 0.005, 0.004)):
@@ -141,8 +227,10 @@ def _short(samples):
 
 def check_trace_count(count, expected=2):
     """The body is traced once per new input shape: two shapes, two traces."""
-    if count == expected:
+    if type(count) is int and count == expected:
         return
+    if type(count) is not int:
+        _fail(f"the trace count should be an int; found {type(count).__name__} {count!r:.40}.")
     hint = {
         0: "Does the traced function body increment the counter?",
         1: "Did both shapes go through the same jitted function?",
@@ -150,32 +238,76 @@ def check_trace_count(count, expected=2):
     _fail(f"expected exactly {expected} traces (one per input shape); found {count}. {hint}")
 
 
+def _count(traces):
+    count = traces()
+    if type(count) is not int:
+        _fail(f"traces() should return an int; found {type(count).__name__} {count!r:.40}.")
+    return count
+
+
+def _expect_traces(jitted, traces, calls):
+    """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs."""
+    for argument, what, expected in calls:
+        before = _count(traces)
+        jitted(argument)
+        added = _count(traces) - before
+        if added != expected:
+            hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
+            _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
+
+
 def check_retrace_on_new_shape(jitted, traces, rng=None):
     """A shape the function has not seen costs exactly one more trace; calling it again costs none."""
     rng = rng or np.random.default_rng()
-    n = int(rng.choice([n for n in range(5, 48) if n not in (16, 32)]))
+    n = int(rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)]))  # sizes no notebook cell uses
     x = _device_matrix(np.eye(n))
-    before = traces()
-    jitted(x)
-    after_new = traces()
-    jitted(x)
-    after_repeat = traces()
-    if after_new - before != 1:
-        _fail(f"a new {n}x{n} shape should add exactly 1 trace; it added {after_new - before}.")
-    if after_repeat != after_new:
-        _fail(
-            f"calling again at {n}x{n} should reuse the cached trace (0 new traces); "
-            f"it added {after_repeat - after_new}. Is the function wrapped in jax.jit?"
-        )
+    _expect_traces(jitted, traces, [(x, f"a call at a new {n}x{n} shape", 1),
+                                    (x, f"a second call at {n}x{n}", 0)])
 
 
-def check_jaxpr_text(text):
-    """A JAXPR of tanh(x @ x) shows a dot_general followed by a tanh."""
+def check_traces_follow_jit(jitted, traces, rng=None):
+    """jit's cache key, not a set of shapes: a new shape and a new dtype trace again; a repeat and a float64 NumPy
+    array that jit converts to float32 (x64 is off) do not."""
+    rng = rng or np.random.default_rng()
+    n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
+    eye = np.eye(n, dtype=np.float32)
+    import jax.numpy as jnp
+
+    _expect_traces(jitted, traces, [
+        (_device_matrix(eye), f"a call at a new {n}x{n} float32 shape", 1),
+        (_device_matrix(eye), f"a second call at {n}x{n} float32", 0),
+        (_device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)", 1),
+        (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array (converted to float32)", 0),
+    ])
+
+
+_WRAPPERS = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat", "checkpoint"}
+_EQUATION = re.compile(r"\b\w+:(\w+\[[\d,]*\]) = (\w+)")
+
+
+def jaxpr_program(text):
+    """The computation a JAXPR's text describes: [(output type, primitive)] in order, call wrappers left out."""
+    return [(kind, primitive) for kind, primitive in _EQUATION.findall(text) if primitive not in _WRAPPERS]
+
+
+def reference_jaxpr(n=16):
+    """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
+    import jax
+    import jax.numpy as jnp
+
+    return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
+
+
+def check_jaxpr_text(text, n=16):
+    """The JAXPR of tanh(x @ x) at 16x16: the same equations as the one the checker makes itself."""
     if not isinstance(text, str):
         _fail(f"the JAXPR should be saved as text (str(jax.make_jaxpr(f)(x))); found {type(text).__name__}.")
-    missing = [op for op in ("dot_general", "tanh") if op not in text]
-    if missing:
-        _fail(f"the JAXPR of tanh(x @ x) should contain dot_general and tanh; {', '.join(missing)} missing.")
+    expected, found = jaxpr_program(reference_jaxpr(n)), jaxpr_program(text)
+    if found != expected:
+        shown = ", ".join(f"{p} -> {k}" for k, p in found) or "no equations"
+        want = ", ".join(f"{p} -> {k}" for k, p in expected)
+        _fail(f"the JAXPR of tanh(x @ x) at {n}x{n} float32 should compute {want}; this one computes {shown}. "
+              "Save str(jax.make_jaxpr(f)(x)) for the 16x16 input.")
 
 
 def read_report(evidence_dir):
@@ -276,21 +408,23 @@ def check_decomposition(decomposition):
               f"found {observed.get('remainder_s')}.")
 
 
-def check_expected_cost(expected_cost, workload, n=16):
-    """expected_cost(n) agrees with XLA's cost model of jax.jit(workload) compiled for an n x n float32 input."""
-    import jax
+def expected_cost_of(n):
+    """tanh(x @ x) for an n x n input, counted as XLA's cost model counts it: a multiply-add is 2 flops (2n^3, the
+    exact arithmetic count 2n^3 - n^2 rounded up as XLA does), and each of the n^2 tanh is one transcendental."""
+    return {"flops": 2 * n**3, "transcendentals": n**2}
 
-    compiled = jax.jit(workload).trace(jax.ShapeDtypeStruct((n, n), np.float32)).lower().compile()
-    model = compiled.cost_analysis()
+
+def check_expected_cost(expected_cost, n=16):
+    """expected_cost(n) gives flops and transcendentals of tanh(x @ x) as the closed form counts them."""
     found = expected_cost(n)
     if not isinstance(found, dict):
         _fail(f"expected_cost({n}) should return a dict; found {type(found).__name__}.")
-    for key in ("flops", "transcendentals"):
+    for key, value in expected_cost_of(n).items():
         if key not in found:
             _fail(f"expected_cost({n}) should have the key {key!r}; found keys {sorted(found)}.")
-        if not math.isclose(float(found[key]), float(model[key]), rel_tol=1e-9):
-            _fail(f"expected_cost({n})[{key!r}] should be {model[key]:g}, as XLA's cost model counts it; "
-                  f"found {found[key]!r}.")
+        got = found[key]
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isclose(got, value, rel_tol=1e-9):
+            _fail(f"expected_cost({n})[{key!r}] should be {value}; found {got!r:.40}.")
 
 
 GOING_FURTHER_SECTIONS = ("decomposition", "cost_analysis", "memory_estimate")
@@ -316,3 +450,169 @@ def check_going_further(evidence_dir):
     if missing_ops:
         _fail(f"the StableHLO of tanh(x @ x) should contain {' and '.join(missing_ops)}; {name} does not. "
               "Save lowered.as_text().")
+
+
+# Hidden tests call the student's functions on evidence made up at grading time, in folders made for the test:
+# a report written from constants, or copied from elsewhere, cannot carry numbers that exist nowhere else.
+_FOLDERS = []
+atexit.register(lambda: [shutil.rmtree(f, ignore_errors=True) for f in _FOLDERS])
+
+
+def new_folder(files=None):
+    """A new empty folder (removed when this process ends), holding only `files` ({name: text})."""
+    folder = Path(tempfile.mkdtemp(prefix="perfaudit-check-"))
+    _FOLDERS.append(folder)
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def made_up_evidence(rng=None, steady_calls=None):
+    """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here."""
+    rng = rng or np.random.default_rng()
+    steady_calls = steady_calls or int(rng.integers(5, 20))
+    return {
+        "first_call_s": float(rng.uniform(0.05, 0.5)),
+        "steady_s": [float(s) for s in rng.uniform(1e-5, 1e-3, size=steady_calls)],
+        "shape": [16, 16],
+        "dtype": "float32",
+        "trace_count": 2,
+        "shapes": [[16, 16], [32, 32]],
+        "jaxpr_text": reference_jaxpr() + f"\n# evidence {rng.integers(1 << 62):x}\n",
+    }
+
+
+def made_up_report(evidence, rng=None):
+    """A stage 3 report of this evidence, as run_audit would return it."""
+    rng = rng or np.random.default_rng()
+    steady = np.asarray(evidence["steady_s"])
+    q1, q3 = np.percentile(steady, [25, 75])
+    return {
+        "audit": "performance-audit", "workload": "tanh(x @ x)", "memory_measured": False, "profiler_trace": False,
+        "timings": {"shape": evidence["shape"], "dtype": evidence["dtype"], "synchronized": True,
+                    "first_call_s": evidence["first_call_s"], "steady_s": evidence["steady_s"],
+                    "steady_summary": {"median_s": float(np.median(steady)), "min_s": float(steady.min()),
+                                       "max_s": float(steady.max()), "iqr_s": float(q3 - q1)}},
+        "tracing": {"shapes": evidence["shapes"], "trace_count": 2, "read_before_make_jaxpr": True},
+        "artifacts": {"jaxpr": "workload.jaxpr.txt"},
+        "environment": {"python": "3.11", "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu",
+                        "device_kind": f"cpu-{rng.integers(1000)}"},
+    }
+
+
+def made_up_first_call(rng=None):
+    """What perfaudit.decompose.first_call returns, with consistent numbers that exist only here."""
+    rng = rng or np.random.default_rng()
+    first = float(rng.uniform(0.05, 0.3))
+    observed = {name: first * float(share)
+                for name, share in zip(("trace_s", "lower_s", "compile_s"), rng.uniform(0.05, 0.3, size=3))}
+    observed["sum_s"] = sum(observed.values())
+    observed["remainder_s"] = first - observed["sum_s"]
+    aot = {name: first * float(share)
+           for name, share in zip(("trace_s", "lower_s", "compile_s", "first_run_s"), rng.uniform(0.05, 0.3, size=4))}
+    aot["sum_s"] = sum(aot.values())
+    return {
+        "decomposition": {
+            "shape": [16, 16], "dtype": "float32", "rounds": 3, "first_call_rounds_s": [first * 0.9, first, first * 1.2],
+            "aot_sum_rounds_s": [aot["sum_s"] * 1.1, aot["sum_s"], aot["sum_s"] * 0.95], "first_call_s": first,
+            "observed": observed, "aot": aot,
+            "warm_up": {"first_lower_s": float(rng.uniform(0.01, 0.1)), "second_lower_s": float(rng.uniform(1e-3, 1e-2))},
+            "one_time_lowering": {"measured_in": "a fresh Python process", "first_lower_s": 0.05,
+                                  "second_lower_s": 0.005, "one_time_s": 0.045},
+        },
+        "cost_analysis": {"flops": 8192.0, "transcendentals": 256.0, "bytes_accessed": float(rng.integers(2048, 4096))},
+        "memory_estimate": {"is_estimate": True, "source": "compiled.memory_analysis()", "argument_size_in_bytes": 1024,
+                            "output_size_in_bytes": 1024, "temp_size_in_bytes": int(rng.integers(0, 4096))},
+        "stablehlo_text": ("module @jit_workload {\n  func.func public @main(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {\n"
+                           "    %0 = stablehlo.dot_general %arg0, %arg0 : tensor<16x16xf32>\n"
+                           f"    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }}\n}}\n// {rng.integers(1 << 62):x}\n"),
+    }
+
+
+def _as_json(value):
+    """value as report.json holds it (tuples become lists): what a report returned and a report written share."""
+    return json.loads(json.dumps(value))
+
+
+def check_returns_what_it_wrote(returned, evidence_dir, what="run_audit"):
+    """The function returns the report it wrote to report.json."""
+    try:
+        same = _as_json(returned) == read_report(evidence_dir)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        _fail(f"{what} should return the report it wrote to report.json (the same dict).")
+
+
+def check_report_carries(evidence_dir, evidence):
+    """report.json and the JAXPR file hold the numbers of the evidence given to write_evidence, not others."""
+    report = read_report(evidence_dir)
+    timings, tracing = report.get("timings", {}), report.get("tracing", {})
+    for section, found, keys in (("timings", timings, ("first_call_s", "steady_s", "shape", "dtype")),
+                                 ("tracing", tracing, ("trace_count", "shapes"))):
+        for key in keys:
+            if found.get(key) != _as_json(evidence[key]):
+                _fail(f"report.json's {section}.{key} is {found.get(key)!r:.80}; the evidence given to "
+                      f"write_evidence had {evidence[key]!r:.80}. Build the report from the evidence argument.")
+    jaxpr = Path(evidence_dir) / str(report.get("artifacts", {}).get("jaxpr", ""))
+    if not jaxpr.is_file() or jaxpr.read_text() != evidence["jaxpr_text"]:
+        _fail("the JAXPR file beside report.json should hold the evidence's jaxpr_text, exactly.")
+
+
+def check_measured_evidence(timings, steady_calls, outer_s, what):
+    """Timings a clock took during the call: as many steady calls as asked, each a float of seconds, all of them
+    together within the time the grader saw the call take, and a first call slower than the steady median."""
+    if not isinstance(timings, dict):
+        _fail(f"{what} should be a dict; found {type(timings).__name__}.")
+    steady = timings.get("steady_s")
+    if not isinstance(steady, list) or len(steady) != steady_calls:
+        _fail(f"{what}: {steady_calls} steady calls were asked for; found {steady!r:.60} as steady_s.")
+    first = check_seconds(_float(timings.get("first_call_s")), f"{what}: first_call_s")
+    steady = [check_seconds(_float(s), f"{what}: steady_s[]") for s in steady]
+    total = first + sum(steady)
+    if total > outer_s:
+        _fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
+              "when the grader timed it: they were not measured during this call.")
+    check_timings(first, steady)
+
+
+def check_gather_evidence(gather_evidence, rng=None):
+    """gather_evidence(k), called now with a k chosen now: measured timings, two traces, the JAXPR."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    started = time.perf_counter()
+    evidence = gather_evidence(steady_calls)
+    outer = time.perf_counter() - started
+    check_measured_evidence(evidence, steady_calls, outer, f"gather_evidence({steady_calls})")
+    check_trace_count(evidence.get("trace_count"))
+    check_jaxpr_text(evidence.get("jaxpr_text"))
+
+
+def check_run_audit(run_audit, rng=None):
+    """run_audit(a new folder, k chosen now): evidence that passes every stage 3 check, measured during the call,
+    and the report it returns is the one it wrote."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    folder = new_folder()
+    started = time.perf_counter()
+    returned = run_audit(folder, steady_calls)
+    outer = time.perf_counter() - started
+    check_evidence_dir(folder)
+    check_measured_evidence(read_report(folder).get("timings"), steady_calls, outer,
+                            f"report.json's timings from run_audit(folder, {steady_calls})")
+    check_returns_what_it_wrote(returned, folder)
+
+
+def check_going_further_carries(evidence_dir, returned, base, first_call):
+    """The report write_going_further wrote holds the audit report and the first call given to it, unchanged."""
+    check_returns_what_it_wrote(returned, evidence_dir, "write_going_further")
+    report = read_report(evidence_dir)
+    for section in GOING_FURTHER_SECTIONS:
+        if report.get(section) != _as_json(first_call[section]):
+            _fail(f"report.json's {section} should be the one given to write_going_further, unchanged.")
+    for section in ("timings", "tracing"):
+        if report.get(section) != _as_json(base[section]):
+            _fail(f"report.json's {section} should be those of the report given to write_going_further.")
+    stablehlo = Path(evidence_dir) / str(report.get("artifacts", {}).get("stablehlo", ""))
+    if not stablehlo.is_file() or stablehlo.read_text() != first_call["stablehlo_text"]:
+        _fail("the StableHLO file should hold the stablehlo_text given to write_going_further, exactly.")

@@ -5,7 +5,8 @@ import hashlib
 
 import pytest
 
-from perfaudit import ASSIGNMENT, course, samples
+from perfaudit import ASSIGNMENT, course
+from perfaudit.fixtures import samples
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 FULL = {NB1: 5, NB2: 4, NB3: 4, NB4: 5}  # NB4: the audit 3, going further 2

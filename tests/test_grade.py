@@ -14,7 +14,8 @@ import re
 import pytest
 from conftest import hidden_test_lines, make_course
 
-from perfaudit import ASSIGNMENT, course, samples
+from perfaudit import ASSIGNMENT, course
+from perfaudit.fixtures import samples
 from perfaudit.grade.feedback import HIDDEN_NOTE
 from perfaudit.grade.run import Options, State, run
 

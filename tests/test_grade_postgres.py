@@ -15,7 +15,8 @@ import tempfile
 import pytest
 from conftest import make_course
 
-from perfaudit import course, samples
+from perfaudit import course
+from perfaudit.fixtures import samples
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}

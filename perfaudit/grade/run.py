@@ -23,7 +23,9 @@ from pathlib import Path
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
-from perfaudit import ASSIGNMENT, course, sandbox
+from perfaudit import ASSIGNMENT, course
+from perfaudit.autograde import sandbox
+from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, gradebook, intake, summary, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
@@ -38,8 +40,8 @@ class Options:
     regrade: bool = False
     db_url: str | None = None  # default: nbgrader_config.py's, else sqlite gradebook.db in the course
     cell_timeout: int | None = None  # default: nbgrader_config.py's Execute.timeout
-    notebook_timeout: int | None = None  # default: nbgrader_config.py's GuardedExecute.notebook_timeout
-    memory_mb: int = 4096  # address-space limit of each worker and the kernels it starts
+    notebook_timeout: int | None = None  # default: nbgrader_config.py's TrustedExecute.notebook_timeout
+    memory_mb: int | None = None  # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
     feedback: bool = True
     progress: bool = True
 
@@ -50,7 +52,7 @@ class Batch:
     skipped: list = field(default_factory=list)  # graded before, unchanged
     claimed_elsewhere: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
-    sandbox: str = ""  # how student code ran: perfaudit.sandbox.status()
+    sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
 
 
 class Progress:
@@ -146,7 +148,9 @@ def run(options, out=sys.stdout):
     if options.cell_timeout:
         settings["Execute.timeout"] = options.cell_timeout
     if options.notebook_timeout:
-        settings["GuardedExecute.notebook_timeout"] = options.notebook_timeout
+        settings["TrustedExecute.notebook_timeout"] = options.notebook_timeout
+    if options.memory_mb:
+        settings["SandboxLimits.memory_mb"] = options.memory_mb
 
     with gradebook.opened(url, course_id) as course_gb:
         try:
@@ -161,7 +165,7 @@ def run(options, out=sys.stdout):
         print(report.report(), file=out)
 
     state = State(autograded)
-    batch = Batch(sandbox=sandbox.status(sandbox.Limits(memory_mb=options.memory_mb or sandbox.Limits.memory_mb)))
+    batch = Batch(sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
     print(f"Student code: {batch.sandbox}", file=out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
@@ -204,7 +208,7 @@ def _pool(options, state):
         max_workers=max(1, options.workers),
         mp_context=get_context("spawn"),
         initializer=worker.start,
-        initargs=(options.memory_mb, str(state.dir / "workers.log")),
+        initargs=(str(state.dir / "workers.log"),),
     )
 
 

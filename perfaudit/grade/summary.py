@@ -4,9 +4,8 @@ from pathlib import Path
 
 import nbformat
 
-from perfaudit.confirm import NOT_CONFIRMED
 from perfaudit.grade import gradebook
-from perfaudit.grade.execute import NOT_RUN
+from perfaudit.autograde.execute import NOT_RUN
 
 
 def _kernel_events_and_first_failure(notebook_path):
@@ -22,8 +21,6 @@ def _kernel_events_and_first_failure(notebook_path):
                 continue
             if output.get("ename") == NOT_RUN and not output["evalue"].startswith("not run"):
                 events.append(f"{output['evalue']} (cell '{meta.get('grade_id', '?')}')")
-            if output.get("ename") == NOT_CONFIRMED:
-                events.append(f"'{meta.get('grade_id', '?')}' {output['evalue']}")
             if output.get("ename") == "MemoryError":
                 events.append(f"ran out of memory in cell '{meta.get('grade_id', '?')}' (MemoryError)")
             if meta.get("grade") and first_failure is None:

@@ -1,13 +1,11 @@
 """What runs in a worker process: nbgrader's own autograde and generate_feedback, one student at a time.
 
 Everything nbgrader_config.py sets (preprocessor lists, Execute's settings, a kernel manager) applies here
-exactly as it does to plain `nbgrader autograde`. The memory limit is an rlimit set on this process, so every
-kernel it starts inherits it, whichever kernel manager starts the kernel.
+exactly as it does to plain `nbgrader autograde`, the sandbox's limits (SandboxLimits) included.
 """
 
 import logging
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -20,17 +18,14 @@ from traitlets.config.loader import PyFileConfigLoader
 from perfaudit.grade import gradebook
 
 
-def start(memory_mb, log_path):
-    """Worker initializer: the memory limit, the venv first on PATH (nbgrader calls `alembic`), and a log.
+def start(log_path):
+    """Worker initializer: the venv first on PATH (nbgrader calls `alembic`), and a log.
 
     Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar.
     """
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    if memory_mb:
-        limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     logging.getLogger("traitlets").setLevel(logging.WARNING)
 
