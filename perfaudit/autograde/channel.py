@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
+from jupyter_core.utils import run_sync
 
 from perfaudit import checks
 
@@ -119,11 +120,11 @@ class KernelChannel:
                 if interrupted:
                     self.gone = "the kernel stopped responding, even to an interrupt"
                     raise KernelGone(self.gone)
-                self.km.interrupt_kernel()
+                run_sync(self.km.interrupt_kernel)()
                 interrupted, deadline = True, time.monotonic() + INTERRUPT_GRACE_S
                 continue
             events = dict(poller.poll(timeout=min(left, 0.5) * 1000))
-            if not events and not self.km.is_alive():
+            if not events and not run_sync(self.km.is_alive)():
                 self.gone = "the kernel died (it crashed, exited, or ran out of memory)"
                 raise KernelGone(self.gone)
             if self.client.stdin_channel.socket in events:

@@ -54,7 +54,9 @@ class TrustedExecute(Execute):
         self._deadline = time.monotonic() + self.notebook_timeout
         self._stopped = None  # why the rest of the notebook is not run, once something stopped it
         self._output_bytes = 0
-        self._submission = submission.submitted_folder(self.config, resources or {})
+        # Under nbgrader the student's submitted folder; run directly (tests, tools) the notebook's own folder.
+        self._submission = submission.submitted_folder(self.config, resources or {}) or \
+            (resources or {}).get("metadata", {}).get("path")
         self._channel = self._namespace = self._km = None
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
