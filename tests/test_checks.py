@@ -92,6 +92,78 @@ def test_retrace_on_new_shape_needs_jit():
         checks.check_retrace_on_new_shape(counted, lambda: count[0])
 
 
+def test_the_trace_counter_must_follow_jits_cache_key_not_a_set_of_shapes():
+    count, seen = [0], set()
+
+    def counted(x):
+        count[0] += 1
+        return jnp.tanh(x @ x)
+
+    def shape_set(x):  # counts each new shape by hand, no jit: right for shapes, wrong for dtypes
+        seen.add(x.shape)
+        return jnp.tanh(x @ x)
+
+    checks.check_traces_follow_jit(jax.jit(counted), lambda: count[0])
+    with pytest.raises(AssertionError, match="bfloat16 .a new dtype. should add 1 trace"):
+        checks.check_traces_follow_jit(shape_set, lambda: len(seen))
+
+
+@pytest.mark.parametrize("seconds, message", [
+    (float("nan"), "positive, finite"), (float("inf"), "positive, finite"), (-0.01, "positive, finite"),
+    (50, "float number of seconds"), (50_000_000, "float number of seconds"), (80.0, "longer than"),
+])
+def test_seconds_must_be_finite_floats_within_the_callers_clock(seconds, message):
+    checks.check_seconds(0.05, "t", outer_s=0.06)
+    with pytest.raises(AssertionError, match=message):
+        checks.check_seconds(seconds, "t", outer_s=0.06)
+
+
+def test_time_call_in_milliseconds_or_a_constant_fails():
+    def milliseconds(fn, x):
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return (time.perf_counter() - start) * 1e3
+
+    with pytest.raises(AssertionError, match="longer than"):
+        checks.check_time_call(milliseconds)
+    with pytest.raises(AssertionError):
+        checks.check_time_call(lambda fn, x: 0.06)
+
+
+def test_first_call_is_measured_on_a_fresh_jit_under_the_callers_clock():
+    def synchronized(fn, x):
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return time.perf_counter() - start
+
+    checks.check_first_call_measured(synchronized, workload)
+    rng = np.random.default_rng(0)
+    with pytest.raises(AssertionError):  # numbers within plausible bounds, but not measured
+        checks.check_first_call_measured(lambda fn, x: float(rng.uniform(1e-6, 1e-4)), workload)
+
+
+def test_a_jaxpr_with_other_operations_fails_and_the_real_one_passes():
+    checks.check_jaxpr_text(str(jax.make_jaxpr(jax.jit(workload))(jnp.eye(16))))
+    checks.check_jaxpr_text(str(jax.make_jaxpr(lambda x: jnp.tanh(jnp.dot(x, x)))(jnp.eye(16))))
+    with pytest.raises(AssertionError, match="should compute dot_general"):
+        checks.check_jaxpr_text(str(jax.make_jaxpr(lambda x: jnp.sin(x @ x))(jnp.eye(16))))
+    with pytest.raises(AssertionError, match="should compute dot_general"):
+        checks.check_jaxpr_text("dot_general tanh lambda f32[16,16]")  # the words, not a program
+
+
+def test_expected_cost_is_the_closed_form():
+    checks.check_expected_cost(lambda n: {"flops": 2 * n**3, "transcendentals": n**2}, n=37)
+    with pytest.raises(AssertionError, match="flops"):
+        checks.check_expected_cost(lambda n: {"flops": 2 * n**3 - n**2, "transcendentals": n**2}, n=37)
+
+
+def test_a_report_written_from_constants_does_not_carry_the_evidence(tmp_path):
+    evidence = checks.made_up_evidence()
+    _write(tmp_path, _report(), jaxpr=evidence["jaxpr_text"])
+    with pytest.raises(AssertionError, match="timings.first_call_s"):
+        checks.check_report_carries(tmp_path, evidence)
+
+
 def _report():
     steady = [3e-5, 1e-5, 2e-5, 5e-5, 4e-5]
     return {
@@ -109,7 +181,8 @@ def _report():
     }
 
 
-def _write(tmp_path, report, jaxpr="{ lambda ; a. let b = dot_general a a; c = tanh b in (c,) }"):
+def _write(tmp_path, report, jaxpr=None):
+    jaxpr = checks.reference_jaxpr() if jaxpr is None else jaxpr
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "workload.jaxpr.txt").write_text(jaxpr)
     return tmp_path
@@ -134,8 +207,8 @@ def test_evidence_dir_fails_for_an_inconsistent_report(tmp_path, change, message
 
 
 def test_evidence_dir_needs_the_jaxpr_file_and_its_ops(tmp_path):
-    with pytest.raises(AssertionError, match="tanh missing"):
-        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general only"))
+    with pytest.raises(AssertionError, match="this one computes no equations"):
+        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general tanh"))
     (tmp_path / "workload.jaxpr.txt").unlink()
     with pytest.raises(AssertionError, match="should exist beside report.json"):
         checks.check_report_agrees(_report(), tmp_path)

@@ -163,7 +163,8 @@ class KernelChannel:
         if isinstance(value, checks.SlowFunction):
             number = len(self._slow) + 1
             self._slow[number] = value
-            return {"$": "slow", "id": number}
+            wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
+            return {"$": "slow", "id": number, "wrapped": wrapped}
         if isinstance(value, Path):
             mirrors.append(value)
             return {"$": "dirarg", "files": _read_dir(value)}
