@@ -16,7 +16,7 @@ from conftest import hidden_test_lines, make_course
 
 from perfaudit import ASSIGNMENT, course
 from perfaudit.fixtures import samples
-from perfaudit.grade.feedback import HIDDEN_NOTE
+from perfaudit.autograde.feedback import HIDDEN_NOTE
 from perfaudit.grade.run import Options, State, run
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"

@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -24,7 +25,7 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
-from perfaudit.autograde import sandbox
+from perfaudit.autograde import sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, gradebook, intake, summary, worker
 
@@ -80,9 +81,18 @@ class Progress:
 
 
 def fingerprint(folder):
+    """A digest of the submitted files; entries that are not regular files count by name and kind, never read."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for root, dirs, files in sorted(os.walk(folder)):  # os.walk never follows a linked folder
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            info = path.lstat()
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + str(info.st_mode).encode())
+            if stat.S_ISREG(info.st_mode) and info.st_size <= submission.MAX_FILE_BYTES:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as handle:
+                    digest.update(handle.read())
+            digest.update(b"\0")
     return digest.hexdigest()
 
 
