@@ -11,6 +11,7 @@
 Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
 """
 
+import os
 import shutil
 import tempfile
 import time
@@ -19,10 +20,11 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
+from nbgrader import utils
 from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Bool, Integer
 
-from perfaudit.autograde import submission, verdicts
+from perfaudit.autograde import canary, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
@@ -45,6 +47,11 @@ class TrustedExecute(Execute):
         help="Bytes of text and display output a notebook may keep; later ones are dropped, with a note.",
     ).tag(config=True)
 
+    canary = Bool(
+        True, help="Before the first student's copy of a notebook in this process, grade the instructor's solution "
+        "and the release through this pipeline; a broken environment stops grading (perfaudit/autograde/canary.py)."
+    ).tag(config=True)
+
     def __init__(self, *args, **kwargs):
         # A keyword, not configuration: nbgrader's Execute.__init__ sets its own kernel_manager_class default.
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -58,9 +65,24 @@ class TrustedExecute(Execute):
         self._submission = submission.submitted_folder(self.config, resources or {}) or \
             (resources or {}).get("metadata", {}).get("path")
         self._channel = self._namespace = self._km = None
+        self._student_code_ran = False  # until then, an error is the environment's, unless the canary passes
+        self._kernel_up = False
+        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
+        if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
+            canary.check_once_per_process(self._notebook, self.config)
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
             return super().preprocess(nb, resources, km)
+        except sandbox.SandboxUnavailable:
+            raise
+        except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
+            if self._kernel_up:
+                raise
+            self._blame(f"the kernel did not start ({type(error).__name__}: {error})")
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = [not_run_error("not run: the kernel did not start with this submission's files")]
+            return nb, resources
         finally:
             if self._channel is not None:
                 self._channel.close()
@@ -68,6 +90,16 @@ class TrustedExecute(Execute):
             raw = getattr(self._km, "raw_output", None)
             if raw is not None and (raw.kept or raw.dropped):  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
+
+    def _blame(self, what):
+        """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution fails
+        too, now. Otherwise it came from the submission (a jax.py of its own, say), which is graded as it is."""
+        if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
+            return
+        if not canary.still_sound(self._notebook, self.config):
+            raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
+                                                 "the same way now. Fix the environment and grade again.")
+        self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
 
     def create_kernel_manager(self):
         km = self._km = super().create_kernel_manager()
@@ -78,6 +110,7 @@ class TrustedExecute(Execute):
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
         self.km.close_private_folder()  # the kernel answered: its sockets are bound
+        self._kernel_up = True
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient binds the sync name to its own
@@ -106,9 +139,17 @@ class TrustedExecute(Execute):
             return cell, resources
         if verdicts.is_test(cell):
             return self._run_test(cell, resources)
+        self._student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
+            if error is not None and not self._student_code_ran:
+                self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
+                            f"failed before any student code ran ({error.ename}: {error.evalue})")
+            return cell, resources
         except DeadKernelError:
+            if not self._student_code_ran:
+                self._blame("the kernel died in an instructor's cell before any student code ran")
             self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
                                         "of memory)", "the kernel died in an earlier cell")
         except CellTimeoutError:

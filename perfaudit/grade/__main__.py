@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from perfaudit.grade.run import Options, run
+from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
 
 
@@ -27,15 +28,21 @@ def parse(argv):
                         "nbgrader_config.py's SandboxLimits.memory_mb)")
     parser.add_argument("--no-feedback", dest="feedback", action="store_false", help="skip generate_feedback")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.add_argument("--skip-canary", dest="canary", action="store_false",
+                        help="do not grade the instructor's solutions and the release first (the summary says so)")
     return Options(**vars(parser.parse_args(argv)))
 
 
 def main(argv=None):
     try:
-        run(parse(argv))
-    except SandboxUnavailable as refusal:
+        batch = run(parse(argv))
+    except (SandboxUnavailable, GradingEnvironmentError) as refusal:
         print(refusal, file=sys.stderr)
         return 2
+    if batch.environment:
+        print(f"{len(batch.environment)} student(s) not graded: the grading environment failed (see above). Fix "
+              "it and run again: they will be graded then.", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -25,7 +25,7 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
-from perfaudit.autograde import sandbox, submission
+from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, gradebook, intake, summary, worker
 
@@ -45,6 +45,7 @@ class Options:
     memory_mb: int | None = None  # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
     feedback: bool = True
     progress: bool = True
+    canary: bool = True  # grade the instructor's solutions and the release first; a broken environment stops here
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Batch:
     claimed_elsewhere: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
     sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
+    canary: str = ""  # what the canary found before grading, or that it was skipped
+    environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
 
 
 class Progress:
@@ -174,8 +177,10 @@ def run(options, out=sys.stdout):
         report = intake.sort_into_submitted(options.download, submitted, ASSIGNMENT, {f"{n}.ipynb" for n in expected})
         print(report.report(), file=out)
 
+    batch_canary = _canary(options, course_dir, settings, expected, out)
+    settings["TrustedExecute.canary"] = False  # checked once, here, for every worker
     state = State(autograded)
-    batch = Batch(sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
+    batch = Batch(canary=batch_canary, sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
     print(f"Student code: {batch.sandbox}", file=out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
@@ -211,6 +216,21 @@ def run(options, out=sys.stdout):
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
     return batch
+
+
+def _canary(options, course_dir, settings, expected, out):
+    """The instructor's solutions full marks, the release none, through the pipeline: or stop before grading."""
+    if not options.canary or os.environ.get(canary.SKIP) == "1":
+        line = "SKIPPED (asked for): the environment was not checked before grading"
+    else:
+        config = worker.course_config(course_dir, {**settings, "CourseDirectory.assignment_id": ASSIGNMENT})
+        started = time.monotonic()
+        for notebook in sorted(expected):
+            canary.check_notebook(notebook, config)  # GradingEnvironmentError: nobody is graded
+        line = (f"passed: the instructor's solutions score full marks and the release none, through this pipeline "
+                f"({time.monotonic() - started:.0f} s)")
+    print(f"Environment check: {line}", file=out)
+    return line
 
 
 def _pool(options, state):
@@ -256,6 +276,13 @@ def _grade(options, course_dir, url, course_id, settings, todo, state, autograde
                             zero(student, f"grading failed: {type(error).__name__}: {error}")
                             continue
                         scratch = result["scratch"]
+                        if result["environment"]:  # nothing of this student is recorded: the next run grades them
+                            Path(scratch).unlink(missing_ok=True)
+                            jobs.pop(student)
+                            batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
+                            state.release(student)
+                            progress.step(0)
+                            continue
                         gradebook.merge_submission(gradebook.sqlite_url(scratch), course_gb, ASSIGNMENT, student)
                         Path(scratch).unlink(missing_ok=True)
                         notebooks = len(jobs.pop(student)[2])

@@ -47,6 +47,11 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
         counts = gradebook.pass_counts(course_gb, assignment)
     if batch.sandbox:
         print(f"Student code: {batch.sandbox}", file=out)
+    if batch.canary:
+        print(f"Environment check: {batch.canary}", file=out)
+    for student, whys in sorted(batch.environment.items()):
+        for why in whys:
+            print(f"NOT GRADED (the grading environment's fault, not the student's): {student} {why}", file=out)
     if batch.claimed_elsewhere:
         print(f"Being graded by another process now: {', '.join(batch.claimed_elsewhere)}", file=out)
     if not scores:

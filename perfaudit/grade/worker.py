@@ -50,6 +50,7 @@ def _failure(result):
 # Kernels that parallel workers start at the same moment can be handed the same free TCP port (jupyter_client
 # picks ports before the kernel binds them); such a kernel dies with "Address already in use" before it runs a
 # line of the student's code. That is the grader's accident, not the student's: convert once more.
+ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.canary: the environment, not the submission
 KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
 
 
@@ -71,7 +72,7 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
     started = time.monotonic()
     scratch = Path(scratch_dir) / f"{student}.db"
     gradebook.copy_template(template, scratch)
-    failures = {}
+    failures, environment = {}, {}  # environment: not graded, the grading environment's fault, not the student's
     for notebook in notebooks:
         config = course_config(
             course_dir,
@@ -84,9 +85,12 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
             },
         )
         result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
-        if not result["success"]:
+        if not result["success"] and ENVIRONMENT in f"{result.get('log', '')}{result.get('error', '')}":
+            environment[notebook] = _failure(result).split(f"{ENVIRONMENT}: ", 1)[-1]
+        elif not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
-    return {"student": student, "scratch": str(scratch), "failures": failures, "seconds": time.monotonic() - started}
+    return {"student": student, "scratch": str(scratch), "failures": failures, "environment": environment,
+            "seconds": time.monotonic() - started}
 
 
 def feedback(course_dir, assignment, student, settings):
