@@ -6,6 +6,7 @@ checks compare measurements with each other.
 """
 
 import atexit
+import functools
 import json
 import math
 import re
@@ -279,6 +280,131 @@ def check_traces_follow_jit(jitted, traces, rng=None):
         (_device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)", 1),
         (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array (converted to float32)", 0),
     ])
+
+
+# Notebook 2, Part C: predict how many new traces each call of a fixed sequence adds. The right answers are facts of
+# the JAX this process runs, so they are measured here, by running the same sequence as the notebook's
+# make_sequence cell (tests/test_checks.py holds the two together), never typed in.
+TRACE_CASES_INPUTS = ("f(a)", "f(a) again", "f(b)", "f(a64)", "jax.jit(square)(a)", "jax.jit(lambda x: square(x))(a)")
+TRACE_CASES_ARGUMENTS = ("scale_jit(a, 2.0)", "scale_jit(a, 3.0)", "scale_jit(a, two)", "repeat_jit(a, 2)",
+                         "repeat_jit(a, 3)", "repeat_jit(a, 2) again", "total_jit((a, a))", "total_jit([a, a])")
+TRACE_HINTS = {
+    "f(a)": "the first call of a jitted function traces its body",
+    "f(a) again": "same function, same shape and dtype: the cache has it",
+    "f(b)": "bfloat16 is a new dtype, so a new cache key",
+    "f(a64)": "with 64-bit mode off JAX converts a float64 NumPy array to float32 before it looks in the cache: "
+              "the key of f(a)",
+    "jax.jit(square)(a)": "a second jax.jit wrapper of the same Python function shares that function's trace cache",
+    "jax.jit(lambda x: square(x))(a)": "a lambda written again is a new function object, so JAX traces it, and "
+                                       "tracing it runs square's Python body again",
+    "scale_jit(a, 2.0)": "the first call of scale_jit traces",
+    "scale_jit(a, 3.0)": "a Python float is a weakly typed float32 scalar: its type is in the key, its value is not",
+    "scale_jit(a, two)": "two is a float32 array, strongly typed, where 2.0 was weakly typed: a new key",
+    "repeat_jit(a, 2)": "the first call of repeat_jit traces",
+    "repeat_jit(a, 3)": "the value of a static argument is part of the key, and 3 is new",
+    "repeat_jit(a, 2) again": "k=2 is in the cache since the first call",
+    "total_jit((a, a))": "the first call of total_jit traces",
+    "total_jit([a, a])": "a list is another pytree structure than a tuple, even with the same leaves",
+}
+
+
+def trace_sequence():
+    """The notebook's make_sequence(): new jitted functions whose bodies record each trace in `traced`, and the
+    calls in order ({name: call}). Keep it the same as the notebook's cell."""
+    import jax
+    import jax.numpy as jnp
+
+    traced = []
+
+    def square(x):
+        traced.append("square")
+        return jnp.tanh(x @ x)
+
+    def scale(x, s):
+        traced.append("scale")
+        return x * s
+
+    def repeat(x, k):
+        traced.append("repeat")
+        for _ in range(k):
+            x = jnp.tanh(x)
+        return x
+
+    def total(xs):
+        traced.append("total")
+        return sum(xs)
+
+    f = jax.jit(square)
+    scale_jit = jax.jit(scale)
+    repeat_jit = jax.jit(repeat, static_argnums=1)
+    total_jit = jax.jit(total)
+
+    a = jax.device_put(np.eye(16, dtype=np.float32))
+    b = jax.device_put(np.eye(16, dtype=jnp.bfloat16))
+    a64 = np.eye(16)
+    two = jax.device_put(np.float32(2.0))
+
+    return traced, {
+        "f(a)": lambda: f(a),
+        "f(a) again": lambda: f(a),
+        "f(b)": lambda: f(b),
+        "f(a64)": lambda: f(a64),
+        "jax.jit(square)(a)": lambda: jax.jit(square)(a),
+        "jax.jit(lambda x: square(x))(a)": lambda: jax.jit(lambda x: square(x))(a),
+        "scale_jit(a, 2.0)": lambda: scale_jit(a, 2.0),
+        "scale_jit(a, 3.0)": lambda: scale_jit(a, 3.0),
+        "scale_jit(a, two)": lambda: scale_jit(a, two),
+        "repeat_jit(a, 2)": lambda: repeat_jit(a, 2),
+        "repeat_jit(a, 3)": lambda: repeat_jit(a, 3),
+        "repeat_jit(a, 2) again": lambda: repeat_jit(a, 2),
+        "total_jit((a, a))": lambda: total_jit((a, a)),
+        "total_jit([a, a])": lambda: total_jit([a, a]),
+    }
+
+
+def count_new_traces(traced, sequence):
+    """Make the calls in order; {name: how many entries each call added to traced}."""
+    import jax
+
+    added = {}
+    for name, call in sequence.items():
+        before = len(traced)
+        jax.block_until_ready(call())
+        added[name] = len(traced) - before
+    return added
+
+
+@functools.lru_cache(maxsize=1)
+def _trace_count_answers():
+    return tuple(count_new_traces(*trace_sequence()).items())
+
+
+def trace_count_answers():
+    """{call: new traces} for the sequence of notebook 2's Part C, measured once per process with this JAX."""
+    return dict(_trace_count_answers())
+
+
+def check_trace_predictions(predicted, answers, cases):
+    """predicted_traces holds, for each of `cases`, the number of new traces that call adds, as `answers` has it."""
+    cases = list(cases)
+    if not isinstance(predicted, dict):
+        _fail(f"predicted_traces should be a dict from each call in SEQUENCE to a number; found "
+              f"{type(predicted).__name__}.")
+    missing = [case for case in cases if case not in predicted]
+    if missing:
+        _fail(f"predicted_traces has no entry for {', '.join(map(repr, missing))}: it needs one for every call in "
+              "SEQUENCE, spelled as SEQUENCE's keys (start from dict.fromkeys(SEQUENCE, 0)).")
+    wrong = []
+    for case in cases:
+        guess = predicted[case]
+        if isinstance(guess, bool) or not isinstance(guess, (int, np.integer)):
+            _fail(f"predicted_traces[{case!r}] should be an int, the number of new traces; found "
+                  f"{type(guess).__name__} {guess!r:.40}.")
+        if guess != answers[case]:
+            wrong.append(f"  {case}: you predicted {guess}, JAX traced {answers[case]} time(s): {TRACE_HINTS[case]}.")
+    if wrong:
+        _fail(f"{len(wrong)} of these {len(cases)} predictions differ from what JAX does:\n" + "\n".join(wrong) +
+              "\nRead JAX's own explanation under each call in the output of the cell that runs SEQUENCE.")
 
 
 _WRAPPERS = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat", "checkpoint"}

@@ -71,10 +71,10 @@ class RemoteRef:
 
 
 class KernelChannel:
-    """Requests to one kernel; each waits at most `timeout` seconds, then interrupts the kernel."""
+    """Requests to one kernel, all of one test within its time (start_test): then the kernel is interrupted."""
 
-    def __init__(self, kernel_manager, timeout, scratch):
-        self.km, self.timeout = kernel_manager, timeout
+    def __init__(self, kernel_manager, scratch):
+        self.km, self.timeout, self.deadline = kernel_manager, 0, 0
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
         self.client = BlockingKernelClient()
         self.client.load_connection_info(kernel_manager.get_connection_info())
@@ -84,6 +84,10 @@ class KernelChannel:
 
     def close(self):
         self.client.stop_channels()
+
+    def start_test(self, timeout):
+        """Every request of the next test shares these seconds: a kernel that answers slowly cannot multiply them."""
+        self.timeout, self.deadline = timeout, time.monotonic() + timeout
 
     # --- one request ---
 
@@ -110,7 +114,7 @@ class KernelChannel:
     def _round_trip(self, expression):
         msg_id = self.client.execute("", silent=True, store_history=False, user_expressions={"r": expression},
                                      allow_stdin=True)
-        deadline, interrupted = time.monotonic() + self.timeout, False
+        deadline, interrupted = self.deadline, False
         poller = zmq.Poller()
         poller.register(self.client.shell_channel.socket, zmq.POLLIN)
         poller.register(self.client.stdin_channel.socket, zmq.POLLIN)
@@ -134,7 +138,7 @@ class KernelChannel:
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 if interrupted:
-                    raise Timeout("Timeout", f"did not finish within {self.timeout:.0f} s, so the grader interrupted it")
+                    raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader interrupted it")
                 return _read_reply(msg)
 
     def _answer_input(self, msg):

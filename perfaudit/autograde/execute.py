@@ -160,10 +160,10 @@ class TrustedExecute(Execute):
     def _run_test(self, cell, resources):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
         if self._channel is None:
-            self._channel = KernelChannel(self.km, self._get_timeout(cell), self._scratch)
+            self._channel = KernelChannel(self.km, self._scratch)
             self._namespace = verdicts.StudentNamespace(self._channel)
             verdicts.import_trusted_modules(self.nb, self._namespace)
-        self._channel.timeout = self._get_timeout(cell)
+        self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:
             cell.outputs = verdicts.run_test(cell.source, self._namespace)
