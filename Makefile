@@ -41,4 +41,4 @@ bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs 
 	python benchmarks/batch_grading.py
 
 clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
+	rm -rf gradebook.db gradebook.db.versions.json grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv

@@ -24,7 +24,7 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course, sandbox
-from perfaudit.grade import diagnose, gradebook, intake, summary, worker
+from perfaudit.grade import diagnose, gradebook, intake, summary, versions, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 STALE_CLAIM_S = 3 * 3600
@@ -51,6 +51,8 @@ class Batch:
     claimed_elsewhere: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
     sandbox: str = ""  # how student code ran: perfaudit.sandbox.status()
+    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
+    drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
 
 
 class Progress:
@@ -163,6 +165,7 @@ def run(options, out=sys.stdout):
     state = State(autograded)
     batch = Batch(sandbox=sandbox.status(sandbox.Limits(memory_mb=options.memory_mb or sandbox.Limits.memory_mb)))
     print(f"Student code: {batch.sandbox}", file=out)
+    _check_versions(batch, out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -194,9 +197,24 @@ def run(options, out=sys.stdout):
     started = time.monotonic()
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
+    _record_versions(url, autograded, batch)
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
     return batch
+
+
+def _check_versions(batch, out):
+    """What this run grades with and how it differs from the pins: printed before anyone is graded."""
+    batch.versions, batch.drift = versions.check()
+    for line in versions.summary_lines(batch.versions, batch.drift):
+        print(line, file=out)
+
+
+def _record_versions(url, autograded, batch):
+    """Beside the gradebook, the versions of every run that graded someone (a run that only skipped adds nothing)."""
+    if batch.graded:
+        path = versions.record_path(url, autograded, STATE_DIR)
+        versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
 def _pool(options, state):
