@@ -10,7 +10,7 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: demo test lab release check grade bench-grading clean
+.PHONY: demo test lab release check grade bench-grading bench-load clean
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,5 +40,8 @@ grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) i
 bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs plain serial nbgrader (minutes)
 	python benchmarks/batch_grading.py
 
+bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
+	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
+
 clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
+	rm -rf gradebook.db gradebook.db.versions.json grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv

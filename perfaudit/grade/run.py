@@ -27,7 +27,7 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT, course
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import diagnose, gradebook, intake, summary, worker
+from perfaudit.grade import diagnose, gradebook, intake, summary, versions, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 STALE_CLAIM_S = 3 * 3600
@@ -57,6 +57,8 @@ class Batch:
     sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
     canary: str = ""  # what the canary found before grading, or that it was skipped
     environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
+    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
+    drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
 
 
 class Progress:
@@ -182,6 +184,7 @@ def run(options, out=sys.stdout):
     state = State(autograded)
     batch = Batch(canary=batch_canary, sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
     print(f"Student code: {batch.sandbox}", file=out)
+    _check_versions(batch, out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -213,6 +216,7 @@ def run(options, out=sys.stdout):
     started = time.monotonic()
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
+    _record_versions(url, autograded, batch)
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
     return batch
@@ -231,6 +235,20 @@ def _canary(options, course_dir, settings, expected, out):
                 f"({time.monotonic() - started:.0f} s)")
     print(f"Environment check: {line}", file=out)
     return line
+
+
+def _check_versions(batch, out):
+    """What this run grades with and how it differs from the pins: printed before anyone is graded."""
+    batch.versions, batch.drift = versions.check()
+    for line in versions.summary_lines(batch.versions, batch.drift):
+        print(line, file=out)
+
+
+def _record_versions(url, autograded, batch):
+    """Beside the gradebook, the versions of every run that graded someone (a run that only skipped adds nothing)."""
+    if batch.graded:
+        path = versions.record_path(url, autograded, STATE_DIR)
+        versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
 def _pool(options, state):

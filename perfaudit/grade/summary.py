@@ -4,8 +4,8 @@ from pathlib import Path
 
 import nbformat
 
-from perfaudit.grade import gradebook
 from perfaudit.autograde.execute import NOT_RUN
+from perfaudit.grade import gradebook, versions
 
 
 def _kernel_events_and_first_failure(notebook_path):
@@ -41,10 +41,18 @@ def reasons_for(student, notebook, score, state, autograded, assignment):
     return reasons
 
 
+def print_versions(batch, out):
+    """The summary's first lines: what the run graded with, a WARNING for each version that is not the pinned one."""
+    if batch.versions:
+        for line in versions.summary_lines(batch.versions, batch.drift):
+            print(line, file=out)
+
+
 def print_summary(url, course_id, assignment, state, autograded, batch, out):
     with gradebook.opened(url, course_id) as course_gb:
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)
+    print_versions(batch, out)
     if batch.sandbox:
         print(f"Student code: {batch.sandbox}", file=out)
     if batch.canary:
