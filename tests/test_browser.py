@@ -36,6 +36,8 @@ from playwright import sync_api
 from perfaudit import ASSIGNMENT, course, lab, notebooks, paths
 from perfaudit.fixtures.samples import instructor_solution
 
+pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
+
 CHROMIUM = Path(os.environ.get("PERFAUDIT_CHROMIUM", "/usr/bin/chromium"))
 # A closed network: nothing in the background, no updates, no first-run or sync; a fresh profile per run.
 CHROMIUM_ARGS = [

@@ -19,6 +19,8 @@ from perfaudit.fixtures import samples
 from perfaudit.autograde.feedback import HIDDEN_NOTE
 from perfaudit.grade.run import Options, State, run
 
+pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
+
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}
 

@@ -18,6 +18,8 @@ from conftest import make_course
 from perfaudit import course
 from perfaudit.fixtures import samples
 
+pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
+
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}
 EXPECTED = {
