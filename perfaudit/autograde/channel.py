@@ -170,6 +170,9 @@ class KernelChannel:
             wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
             return {"$": "slow", "id": number, "wrapped": wrapped}
         if isinstance(value, Path):
+            if not self._mirrorable(value):
+                raise ValueError(f"a test may hand the student's code only folders made by checks.new_folder() or "
+                                 f"read back from the kernel, not {value}")
             mirrors.append(value)
             return {"$": "dirarg", "files": _read_dir(value)}
         if isinstance(value, (list, tuple)):
@@ -184,6 +187,11 @@ class KernelChannel:
             raise TypeError(f"cannot send a {type(value).__name__} to the student's kernel")
         return {"$": "array", "dtype": str(array.dtype), "shape": list(array.shape),
                 "data": base64.b64encode(array.tobytes()).decode(), "jax": is_jax}
+
+    def _mirrorable(self, path):
+        """Folders the grader made for tests: the only ones whose contents the kernel's answer may replace."""
+        path = path.resolve()
+        return any(path == root or root in path.parents for root in (self.scratch.resolve(), *checks.test_folders()))
 
     # --- values back: hostile input ---
 
@@ -259,9 +267,12 @@ def _read_reply(msg):
     if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
         raise StudentError("ValueError", "an answer larger than the grader reads")
     try:
-        return json.loads(base64.b64decode(ast.literal_eval(text), validate=True))
+        reply = json.loads(base64.b64decode(ast.literal_eval(text), validate=True))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise StudentError("ValueError", "an answer the grader cannot read") from None
+    if not isinstance(reply, dict):
+        raise StudentError("ValueError", "an answer the grader cannot read")
+    return reply
 
 
 def _read_dir(path):
