@@ -57,7 +57,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Environment check: passed" in fixed.stdout
     scores = {s: sum(v for v, _ in nbs.values()) for s, nbs in course.scores(class_of_two).items()}
-    assert scores == {"correct": 18, "untouched": 0}
+    assert scores == {"correct": 20, "untouched": 0}
 
 
 def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two):
@@ -83,4 +83,4 @@ def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(cl
     done = _grade(class_of_two)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOT GRADED" not in done.stdout
-    assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 18
+    assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 20
