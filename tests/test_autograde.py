@@ -64,8 +64,9 @@ def test_grading_leaves_submissions_byte_identical(graded):
 
 
 def test_an_instructors_new_hidden_test_grades_with_no_code_change(tmp_path):
-    """A hidden line added to source/ runs in the grader as it is: this one is wrong on purpose (the median of
-    1 and 2 is 1.5), so the instructor's own solution loses that test's point, which only that line can cause."""
+    """A hidden line added to source/ runs in the grader as it is, with no change anywhere else. It asks for the
+    median of an even number of timings: a summarize that is right for odd counts only, which every other test
+    accepts, loses that test's point; the instructor's solution keeps full marks (the canary checks it too)."""
     import shutil
 
     import nbformat
@@ -77,14 +78,25 @@ def test_an_instructors_new_hidden_test_grades_with_no_code_change(tmp_path):
     shutil.copy(paths.ROOT / "nbgrader_config.py", root)
     path = root / "source" / ASSIGNMENT / f"{NB1}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
-    new_line = 'assert summarize([1.0, 2.0])["median_s"] == 1.0, "a new hidden test, wrong on purpose"'
-    cell.source = cell.source.replace("### END HIDDEN TESTS", f"{new_line}\n### END HIDDEN TESTS")
+    test = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
+    new_line = 'assert summarize([1.0, 2.0])["median_s"] == 1.5, "the median of two timings is their mean"'
+    test.source = test.source.replace("### END HIDDEN TESTS", f"{new_line}\n### END HIDDEN TESTS")
     nbformat.write(nb, path)
     course.nbgrader("generate_assignment", ASSIGNMENT, course_dir=root)
     samples.write_submission("correct", root / "submitted")
+    (root / "submitted" / "correct").rename(root / "submitted" / "odd-counts-only")
+    samples.write_submission("correct", root / "submitted")
+    submitted = root / "submitted" / "odd-counts-only" / ASSIGNMENT / f"{NB1}.ipynb"
+    nb = nbformat.read(submitted, as_version=4)
+    cell = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "summarize")
+    cell.source = cell.source.replace('"median_s": float(np.median(samples)),',
+                                      '"median_s": float(np.median(samples) if len(samples) % 2 else samples.max()),')
+    assert "samples.max()" in cell.source
+    nbformat.write(nb, submitted)
     course.nbgrader("autograde", ASSIGNMENT, "--notebook", NB1, course_dir=root)
-    assert course.scores(root)["correct"][NB1] == (FULL[NB1] - 1, FULL[NB1])
-    graded = nbformat.read(root / "autograded" / "correct" / ASSIGNMENT / f"{NB1}.ipynb", as_version=4)
+    scores = course.scores(root)
+    assert scores["correct"][NB1] == (FULL[NB1], FULL[NB1])
+    assert scores["odd-counts-only"][NB1] == (FULL[NB1] - 1, FULL[NB1])
+    graded = nbformat.read(root / "autograded" / "odd-counts-only" / ASSIGNMENT / f"{NB1}.ipynb", as_version=4)
     failed = next(c for c in graded.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
-    assert [o.evalue for o in failed.outputs if o.output_type == "error"] == ["a new hidden test, wrong on purpose"]
+    assert [o.evalue for o in failed.outputs if o.output_type == "error"] == ["the median of two timings is their mean"]

@@ -179,12 +179,12 @@ def run(options, out=sys.stdout):
         report = intake.sort_into_submitted(options.download, submitted, ASSIGNMENT, {f"{n}.ipynb" for n in expected})
         print(report.report(), file=out)
 
-    batch_canary = _canary(options, course_dir, settings, expected, out)
-    settings["TrustedExecute.canary"] = False  # checked once, here, for every worker
     state = State(autograded)
-    batch = Batch(canary=batch_canary, sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
+    batch = Batch(sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
     print(f"Student code: {batch.sandbox}", file=out)
     _check_versions(batch, out)
+    batch.canary = _canary(options, course_dir, settings, expected, out)
+    settings["TrustedExecute.canary"] = False  # checked once, here, for every worker
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
