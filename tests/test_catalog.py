@@ -38,8 +38,12 @@ ESCAPED = "escaped-by-a-student.txt"  # what cheat-forged-snapshot-escapes tries
 ESCAPE_SEQUENCE = re.compile(r"\x1b|pwned")
 
 
+def _notebook(stage):
+    return paths.STAGES[stage].removesuffix(".ipynb")
+
+
 def _expected(name):
-    return {paths.STAGES[stage].removesuffix(".ipynb"): points for stage, points in catalog.CASES[name].expected.items()}
+    return {_notebook(stage): points for stage, points in catalog.CASES[name].expected.items()}
 
 
 def _scores(root, name):
@@ -48,14 +52,12 @@ def _scores(root, name):
 
 
 def _state(root):
-    """{path: (sha256, mtime)} of every file in the course that is not grading's output, and of the package."""
-    places = [(Path(root), ""), (paths.ROOT / "perfaudit", "perfaudit-package/")]
+    """{path: (sha256, mtime)} of every file in the course that is not grading's output."""
     state = {}
-    for folder, prefix in places:
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(folder).as_posix()
-            if path.is_file() and not OUTPUTS.match(relative) and "__pycache__" not in path.parts:
-                state[prefix + relative] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
+    for path in sorted(Path(root).rglob("*")):
+        relative = path.relative_to(root).as_posix()
+        if path.is_file() and not OUTPUTS.match(relative):
+            state[relative] = (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns)
     return state
 
 
@@ -95,9 +97,14 @@ def graded(request):
     return request.getfixturevalue(request.param)
 
 
+# Holes the grader does not give away in every run (its random inputs sometimes catch the cheat): not strict.
+SOMETIMES = {"cheat-clock-starts-after-the-call"}
+
+
 def _params(names):
-    """The cases, a case with a known hole marked as an expected failure (strict) that says what happens today."""
-    return [pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=catalog.CASES[name].hole)]
+    """The cases, a case with a known hole marked as an expected failure that says what happens today (strict: the
+    test fails once the grader closes the hole, until its `hole` note goes)."""
+    return [pytest.param(name, marks=[pytest.mark.xfail(strict=name not in SOMETIMES, reason=catalog.CASES[name].hole)]
                          if catalog.CASES[name].hole else []) for name in sorted(names)]
 
 
@@ -134,7 +141,7 @@ def test_cheat_earns_nothing_on_what_it_attacks(graded, name):
 def test_valid_variant_keeps_full_marks(graded, name):
     _graded_only(name)
     root, _, _ = graded
-    assert _expected(name) == {paths.STAGES[s].removesuffix(".ipynb"): catalog.FULL[s] for s in catalog.VALID[name].expected}
+    assert _expected(name) == {_notebook(stage): catalog.FULL[stage] for stage in catalog.VALID[name].expected}
     assert _scores(root, name) == _expected(name)
 
 
@@ -154,8 +161,8 @@ def test_no_cheat_reads_or_writes_the_gradebook(graded):
 
 
 def test_grading_changes_no_file_outside_its_output_folders(graded):
-    """Other students' submissions, source/, the release, the configuration and the perfaudit package: byte for
-    byte and mtime for mtime as before grading; nothing new beside them; nothing a kernel tried to escape to."""
+    """Other students' submissions, source/, the release and the configuration: byte for byte and mtime for mtime
+    as before grading; nothing new beside them; nothing a kernel tried to escape to."""
     root, before, _ = graded
     after = _state(root)
     assert {k: v for k, v in after.items() if before.get(k) != v} == {}
@@ -170,9 +177,12 @@ def test_what_a_kernel_writes_raw_never_reaches_the_grader_s_output(graded):
     assert not ESCAPE_SEQUENCE.search(printed), ESCAPE_SEQUENCE.search(printed)
     if "cheat-raw-bytes-on-fd-1-and-2" in GRADED:
         path = root / "autograded" / "cheat-raw-bytes-on-fd-1-and-2" / ASSIGNMENT / paths.STAGES[1]
-        assert path.stat().st_size < 12 * 2**20  # the notebook keeps at most TrustedExecute.max_output_bytes
+        # The notebook keeps at most TrustedExecute.max_output_bytes (10 MiB) of output, then a note. (What the
+        # kernel echoes of its own fd 1 and 2 into its cell's output is the student's output, like a print.)
+        assert path.stat().st_size < 12 * 2**20
+        assert "the grader dropped the rest of this output" in _printed(nbformat.read(path, as_version=4))
         for page in (root / "feedback" / "cheat-raw-bytes-on-fd-1-and-2").rglob("*.html"):
-            assert "pwned" not in page.read_text()
+            assert page.stat().st_size < 24 * 2**20
 
 
 def test_a_limit_that_kills_a_process_costs_no_other_student_anything(graded):
@@ -202,6 +212,7 @@ def test_student_cells_of_the_autograded_notebooks_show_no_hidden_test(graded):
     for name in GRADED:
         for stage in catalog.CASES[name].expected:
             nb = _autograded(root, name, stage)
-            student = [c for c in nb.cells if not notebooks.nbgrader_meta(c).get("grade")]
-            text = "\n".join(" ".join(line.split()) for line in _printed(nbformat.v4.new_notebook(cells=student)).splitlines())
+            cells = [c for c in nb.cells if not notebooks.nbgrader_meta(c).get("grade")]
+            student = nbformat.v4.new_notebook(cells=cells)
+            text = "\n".join(" ".join(line.split()) for line in _printed(student).splitlines())
             assert [line for line in secret if line in text] == [], (name, stage)
