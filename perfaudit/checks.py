@@ -140,21 +140,43 @@ def check_random_output(workload, rng=None):
 
 
 class SlowFunction:
-    """fn(x) whose result becomes ready only after delay_s, however the caller waits for it; `waited_s` records
-    how long each wait took. When a test runs in the grader, the grader itself holds the result back and never
-    tells the student's process for how long (perfaudit/autograde/channel.py). `wrapped`: call that first and
-    hand back its result once ready (a real JAX computation under the grader's clock).
+    """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
+    caller waits for it. `waited_call_s` and `waited_s` record how long each call and each wait took. When a test
+    runs in the grader, the grader itself holds the call and the result back, and never tells the student's
+    process for how long (perfaudit/autograde/channel.py). `wrapped`: call that inside (a real JAX computation,
+    under the grader's clock) and hand back its result once ready.
     """
 
-    def __init__(self, delays_s, wrapped=None):
-        self.delays_s, self.wrapped, self.waited_s = list(delays_s), wrapped, []
+    def __init__(self, delays_s, wrapped=None, call_delays_s=()):
+        self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
+        self.waited_s, self.waited_call_s = [], []
+
+    @staticmethod
+    def _next(delays, done):
+        return delays[min(len(done), len(delays) - 1)] if delays else 0.0
 
     @property
     def delay_s(self):
-        """The delay of the next wait (the grader's channel reads it when the student's code waits)."""
-        return self.delays_s[min(len(self.waited_s), len(self.delays_s) - 1)]
+        """The delay of the next wait for a result (the grader's channel reads it when the student's code waits)."""
+        return self._next(self.delays_s, self.waited_s)
+
+    @property
+    def call_delay_s(self):
+        """The delay inside the next call."""
+        return self._next(self.call_delays_s, self.waited_call_s)
+
+    def waited(self, call):
+        """Seconds the call-th call certainly took: its delay inside the call and its wait for the result, or None
+        when the student's code never waited for that result (or the call never asked)."""
+        if len(self.waited_s) <= call or (self.call_delays_s and len(self.waited_call_s) <= call):
+            return None
+        return self.waited_s[call] + (self.waited_call_s[call] if self.call_delays_s else 0.0)
 
     def __call__(self, x):
+        if self.call_delays_s:
+            started = time.perf_counter()
+            time.sleep(self.call_delay_s)
+            self.waited_call_s.append(time.perf_counter() - started)
         return _SlowResult(self, None if self.wrapped is None else self.wrapped(x))
 
 
@@ -198,19 +220,19 @@ def _timed(time_call, fn, x):
 
 
 def check_time_call(time_call, rng=None):
-    """time_call(fn, x) must stop the clock only once fn's result is ready: checked on results whose readiness
-    comes after delays chosen now, and against the caller's own clock."""
+    """time_call(fn, x) must start the clock before the call and stop it only once fn's result is ready: checked on
+    calls and results that take delays chosen now, and against the caller's own clock."""
     rng = rng or np.random.default_rng()
     for low, high in ((0.02, 0.05), (0.08, 0.15)):
-        slow = SlowFunction([float(rng.uniform(low, high))])
+        slow = SlowFunction([float(rng.uniform(low, high))], call_delays_s=[float(rng.uniform(0.005, 0.015))])
         seconds, outer = _timed(time_call, slow, None)
         seconds = check_seconds(seconds, "time_call's result", outer)
-        waited = slow.waited_s[-1] if slow.waited_s else 0.0
-        if not slow.waited_s or seconds < waited:
+        waited = slow.waited(0)
+        if waited is None or seconds < waited:
             _fail(
-                f"time_call measured {seconds * 1e3:.3f} ms for a call whose result took {waited * 1e3:.1f} ms to "
-                "become ready: JAX returns before the work is done. Stop the clock only after "
-                "out.block_until_ready()."
+                f"time_call measured {seconds * 1e3:.3f} ms for a call that took at least "
+                f"{(waited or 0) * 1e3:.1f} ms from the call until its result was ready: JAX returns before the work "
+                "is done. Start the clock before the call and stop it only after out.block_until_ready()."
             )
 
 
@@ -227,16 +249,18 @@ def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     of the steady calls, and every timing lies between the result's readiness and the caller's clock."""
     rng = rng or np.random.default_rng()
     delays = [float(d) for d in rng.uniform(0.001, 0.003, size=steady_calls + 1)]
-    slow = SlowFunction(delays, wrapped=fresh_jit(workload))
+    call_delays = [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 1)]
+    slow = SlowFunction(delays, wrapped=fresh_jit(workload), call_delays_s=call_delays)
     x = _device_matrix(np.eye(16))
     timings = []
     for call in range(steady_calls + 1):
         seconds, outer = _timed(time_call, slow, x)
         what = "time_call's first call" if call == 0 else "time_call's steady call"
         seconds = check_seconds(seconds, what, outer)
-        if len(slow.waited_s) <= call or seconds < slow.waited_s[call]:
-            _fail(f"{what} reported {seconds * 1e3:.3f} ms, less than the time its result took to become ready: "
-                  "stop the clock after block_until_ready().")
+        waited = slow.waited(call)
+        if waited is None or seconds < waited:
+            _fail(f"{what} reported {seconds * 1e3:.3f} ms, less than the call and its result took: start the clock "
+                  "before the call and stop it after block_until_ready().")
         timings.append(seconds)
     check_timings(timings[0], timings[1:])
 
@@ -311,29 +335,70 @@ def _expect_traces(jitted, traces, calls):
             _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
 
 
+@in_student_process
+def clear_caches():
+    """jax.clear_caches() where the student's functions live: every cached trace is dropped."""
+    import jax
+
+    jax.clear_caches()
+
+
+def _clear_caches_then(argument, what):
+    """A call after JAX's caches were cleared: a real trace counter goes up by one, a set of keys does not."""
+    return [(None, "jax.clear_caches()", None), (argument, f"{what} after jax.clear_caches()", 1)]
+
+
+def _shuffled_calls(rng, keys):
+    """A random sequence over keys [(argument, what)]: each key's first call adds a trace, every repeat none."""
+    order = list(range(len(keys))) + [int(i) for i in rng.integers(0, len(keys), size=int(rng.integers(2, 5)))]
+    rng.shuffle(order)
+    seen, calls = set(), []
+    for i in order:
+        argument, what = keys[i]
+        calls.append((argument, what if i not in seen else f"{what}, again", 0 if i in seen else 1))
+        seen.add(i)
+    return calls
+
+
+def _expect_traces(jitted, traces, calls):
+    """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs.
+    An argument None is a clear_caches() step."""
+    for argument, what, expected in calls:
+        if argument is None:
+            clear_caches()
+            continue
+        before = _count(traces)
+        jitted(argument)
+        added = _count(traces) - before
+        if added != expected:
+            hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
+            _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
+
+
 def check_retrace_on_new_shape(jitted, traces, rng=None):
-    """A shape the function has not seen costs exactly one more trace; calling it again costs none."""
+    """Each shape the function has not seen costs exactly one trace, each repeat none, in any order; after
+    jax.clear_caches() a shape it has seen is traced again (the counter counts traces, not shapes)."""
     rng = rng or np.random.default_rng()
-    n = int(rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)]))  # sizes no notebook cell uses
-    x = _device_matrix(np.eye(n))
-    _expect_traces(jitted, traces, [(x, f"a call at a new {n}x{n} shape", 1),
-                                    (x, f"a second call at {n}x{n}", 0)])
+    sizes = rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], size=3, replace=False)  # no notebook's
+    keys = [(_device_matrix(np.eye(int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
+    _expect_traces(jitted, traces, _shuffled_calls(rng, keys) + _clear_caches_then(*keys[0]))
 
 
 def check_traces_follow_jit(jitted, traces, rng=None):
-    """jit's cache key, not a set of shapes: a new shape and a new dtype trace again; a repeat and a float64 NumPy
-    array that jit converts to float32 (x64 is off) do not."""
+    """jit's cache key, not a set of shapes: a new shape and a new dtype trace again, in any order; a repeat and a
+    float64 NumPy array that jit converts to float32 (x64 is off) do not; after jax.clear_caches() all trace again."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
     eye = np.eye(n, dtype=np.float32)
     import jax.numpy as jnp
 
-    _expect_traces(jitted, traces, [
-        (_device_matrix(eye), f"a call at a new {n}x{n} float32 shape", 1),
-        (_device_matrix(eye), f"a second call at {n}x{n} float32", 0),
-        (_device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)", 1),
-        (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array (converted to float32)", 0),
-    ])
+    keys = [(_device_matrix(eye), f"a call at {n}x{n} float32"),
+            (_device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)")]
+    calls = _shuffled_calls(rng, keys)
+    first_f32 = next(i for i, (_, what, _) in enumerate(calls) if what == keys[0][1])
+    calls.insert(first_f32 + 1, (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array "
+                                                         "(converted to float32: the key of the float32 call)", 0))
+    _expect_traces(jitted, traces, calls + _clear_caches_then(*keys[1]))
 
 
 # Notebook 2, Part C: predict how many new traces each call of a fixed sequence adds. The right answers are facts of
@@ -476,6 +541,21 @@ def reference_jaxpr(n=16):
     import jax.numpy as jnp
 
     return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
+
+
+@in_student_process
+def jaxpr_of(fn, n=16):
+    """str(jax.make_jaxpr(fn)) at n x n float32, made where fn lives."""
+    import jax
+
+    return str(jax.make_jaxpr(fn)(jax.ShapeDtypeStruct((n, n), np.float32)))
+
+
+def check_jaxpr_is_of(jitted, text, n=16):
+    """The saved JAXPR is the one of `jitted` itself: the same equations as make_jaxpr of it, now."""
+    made = jaxpr_of(jitted, n)
+    if not isinstance(made, str) or jaxpr_program(made) != jaxpr_program(str(text)):
+        _fail("jaxpr_text should be the JAXPR of audited itself: str(jax.make_jaxpr(audited)(x16)).")
 
 
 def check_jaxpr_text(text, n=16):

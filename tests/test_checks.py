@@ -104,8 +104,33 @@ def test_the_trace_counter_must_follow_jits_cache_key_not_a_set_of_shapes():
         return jnp.tanh(x @ x)
 
     checks.check_traces_follow_jit(jax.jit(counted), lambda: count[0])
-    with pytest.raises(AssertionError, match="bfloat16 .a new dtype. should add 1 trace"):
+    with pytest.raises(AssertionError, match="bfloat16 .a new dtype.* should add 1 trace"):
         checks.check_traces_follow_jit(shape_set, lambda: len(seen))
+
+
+def test_a_counter_that_imitates_the_cache_key_or_a_script_of_calls_is_caught():
+    keys, calls = set(), [0]
+
+    def cache_key_set(x):  # jit's key imitated by hand, float64 conversion included: only clear_caches tells
+        keys.add((x.shape, str(jnp.asarray(x).dtype)))
+        return jnp.tanh(x @ x)
+
+    def every_other_call(x):  # new, repeat, new, repeat...: the order the checks once used
+        calls[0] += 1
+        return jnp.tanh(x @ x)
+
+    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+        checks.check_traces_follow_jit(cache_key_set, lambda: len(keys))
+    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+        checks.check_retrace_on_new_shape(lambda x: (keys.add(x.shape), jnp.tanh(x @ x))[1], lambda: len(keys))
+    rng = np.random.default_rng(0)
+    caught = 0
+    for _ in range(5):
+        try:
+            checks.check_retrace_on_new_shape(every_other_call, lambda: (calls[0] + 1) // 2, rng)
+        except AssertionError:
+            caught += 1
+    assert caught == 5
 
 
 @pytest.mark.parametrize("seconds, message", [
@@ -323,3 +348,14 @@ def test_reproducibility_fields_are_validated_when_present(tmp_path, field, valu
     report["environment"][field] = value
     with pytest.raises(AssertionError, match=message):
         checks.check_evidence_dir(_write(tmp_path, report))
+
+
+def test_a_clock_started_after_the_call_is_caught():
+    def after_the_call(fn, x):
+        out = fn(x)
+        start = time.perf_counter()
+        out.block_until_ready()
+        return time.perf_counter() - start
+
+    with pytest.raises(AssertionError, match="Start the clock before the call"):
+        checks.check_time_call(after_the_call)

@@ -6,8 +6,9 @@ the execute_reply on the shell channel (never from what the kernel printed) and 
 only, finite sizes, arrays of numeric dtypes, directories materialised into a folder of the grader's own.
 What comes back is the student's claim, never a verdict: the tests that run in the grader decide.
 
-A result whose readiness the grader controls (checks.SlowFunction) crosses as a stand-in: when the student's code
-waits on it, the kernel asks on the stdin channel, and the grader answers after a delay it chose and never sent.
+A call and a result whose durations the grader controls (checks.SlowFunction) cross as a stand-in: when the
+student's code calls it, and when it waits on its result, the kernel asks on the stdin channel, and the grader
+answers after a delay it chose and never sent.
 """
 
 import ast
@@ -27,7 +28,7 @@ from perfaudit import checks
 
 MAX_REPLY_CHARS = 64 * 2**20
 MAX_DEPTH = 32
-MAX_FILES = 256
+MAX_FILES = 1024
 MAX_FILE_BYTES = 16 * 2**20
 ARRAY_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
                 "float32", "float64", "bfloat16"}
@@ -78,7 +79,8 @@ class KernelChannel:
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
         self.client = BlockingKernelClient()
         self.client.load_connection_info(kernel_manager.get_connection_info())
-        self.client.start_channels()
+        # No iopub: nothing reads what the kernel prints during a request, so nothing of it may queue up here.
+        self.client.start_channels(iopub=False, hb=False)
         self._slow = {}  # number -> checks.SlowFunction whose results wait for the grader
         self.gone = None  # why the kernel can answer no more, once it cannot
 
@@ -144,9 +146,12 @@ class KernelChannel:
     def _answer_input(self, msg):
         """The student's code waits on a result whose readiness the grader controls: wait, then release it."""
         received = time.perf_counter()
-        prompt = str(msg.get("content", {}).get("prompt", ""))
-        slow = self._slow.get(int(prompt.split()[-1])) if prompt.startswith("perfaudit-ready ") else None
-        if slow is not None:
+        kind, _, number = str(msg.get("content", {}).get("prompt", "")).partition(" ")
+        slow = self._slow.get(int(number)) if number.isdigit() else None
+        if slow is not None and kind == "perfaudit-call":
+            time.sleep(slow.call_delay_s)
+            slow.waited_call_s.append(time.perf_counter() - received)
+        elif slow is not None and kind == "perfaudit-ready":
             time.sleep(slow.delay_s)
             slow.waited_s.append(time.perf_counter() - received)
         self.client.input("")
@@ -168,7 +173,7 @@ class KernelChannel:
             number = len(self._slow) + 1
             self._slow[number] = value
             wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
-            return {"$": "slow", "id": number, "wrapped": wrapped}
+            return {"$": "slow", "id": number, "wrapped": wrapped, "call": bool(value.call_delays_s)}
         if isinstance(value, Path):
             if not self._mirrorable(value):
                 raise ValueError(f"a test may hand the student's code only folders made by checks.new_folder() or "

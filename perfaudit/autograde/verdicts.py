@@ -12,13 +12,19 @@ printed can be read as a score by nbgrader's determine_grade.
 import ast
 import builtins
 import contextlib
+import contextvars
+import functools
 import io
+import os
 import re
+import sys
+import sysconfig
+from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
-from perfaudit import kernelside
+from perfaudit import checks, kernelside
 from perfaudit.autograde.channel import KernelGone, StudentError
 
 MAX_TEXT = 20_000
@@ -70,6 +76,38 @@ def import_trusted_modules(nb, namespace):
             exec(compile(ast.Module(body=imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
 
 
+# While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files
+# Python, its packages and the system are made of. Never the course directory (the grader's working folder), a
+# classmate's submission or anything else a path from the student's process could name.
+_open_roots = contextvars.ContextVar("perfaudit_open_roots", default=None)
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots():
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(checks.__file__).parent), *sysconfig.get_paths().values()}
+    found |= {"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/dev"}
+    return tuple(sorted({os.path.realpath(p) for p in found}))
+
+
+def _within(path, roots):
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _guard_opens(event, args):
+    roots = _open_roots.get()
+    if roots is None or event not in ("open", "os.listdir", "os.scandir") or not args:
+        return
+    if not isinstance(args[0], (str, bytes, os.PathLike)):
+        return  # a file descriptor already open
+    path = os.path.realpath(os.fsdecode(args[0]))
+    if not _within(path, (*roots(), *_library_roots())):
+        raise PermissionError(f"a test may open only folders made for it (checks.new_folder()) or read back from "
+                              f"the student's kernel; not {os.path.basename(path) or path!r}")
+
+
+sys.addaudithook(_guard_opens)  # a no-op outside run_test
+
+
 def _forward_helper(channel):
     def forward(module, name, args, kwargs):
         return channel.request({"op": "helper", "module": module, "name": name}, args, kwargs)
@@ -90,6 +128,8 @@ def run_test(source, namespace):
     """The outputs of one test cell run here. KernelGone propagates: the notebook stops there."""
     printed = io.StringIO()
     failure = None
+    scratch = os.path.realpath(namespace.channel.scratch)
+    token = _open_roots.set(lambda: (scratch, *map(str, checks.test_folders())))
     try:
         tree = ast.parse(source)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -107,6 +147,8 @@ def run_test(source, namespace):
         failure = error_output("AssertionError", str(error))
     except Exception as error:  # noqa: BLE001 (any other failure of the test: 0 points, with its message)
         failure = error_output(type(error).__name__, str(error))
+    finally:
+        _open_roots.reset(token)
     outputs = []
     if printed.getvalue():
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=printable(printed.getvalue())))

@@ -105,3 +105,20 @@ def test_only_folders_made_for_tests_are_handed_to_the_students_code(tmp_path):
     nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert _errors(nb.cells[1])[0][0] == "ValueError" and "checks.new_folder()" in _errors(nb.cells[1])[0][1]
     assert _errors(nb.cells[2]) == []
+
+
+def test_a_path_from_the_students_process_cannot_make_a_test_open_the_graders_files(tmp_path, monkeypatch):
+    """The grader works in the course directory: a student's string path must not lead a check there."""
+    course_file = tmp_path / "course" / "submitted" / "classmate" / "report.json"
+    course_file.parent.mkdir(parents=True)
+    course_file.write_text("{}")
+    monkeypatch.chdir(tmp_path / "course")
+    nb = new_notebook(cells=[
+        new_code_cell(f"EVIDENCE_DIR = 'submitted/classmate'\nABSOLUTE = {str(course_file.parent)!r}"),
+        _test_cell("from perfaudit import checks\nchecks.read_report(EVIDENCE_DIR)", "relative"),
+        _test_cell("from perfaudit import checks\nchecks.read_report(ABSOLUTE)", "absolute"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path / "course")}})
+    for cell in nb.cells[1:]:
+        assert _errors(cell)[0][0] in ("PermissionError", "AssertionError"), _errors(cell)
+        assert _grade(cell) == 0
