@@ -98,7 +98,7 @@ def graded(request):
 
 
 # Holes the grader does not give away in every run (its random inputs sometimes catch the cheat): not strict.
-SOMETIMES = {"cheat-clock-starts-after-the-call"}
+SOMETIMES = set()
 
 
 def _params(names):
