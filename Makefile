@@ -10,7 +10,7 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: demo test lab release check grade bench-grading clean
+.PHONY: demo test test-fast lab release check grade bench-grading bench-load clean
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,11 @@ $(VENV)/installed: requirements-cpu.txt pyproject.toml
 demo: $(VENV)/installed  ## instructor's main job: release, autograde the bundled samples, grade table
 	python -m perfaudit.demo
 
-test: $(VENV)/installed  ## the whole test suite
+test: $(VENV)/installed  ## the whole test suite (CI runs this)
 	python -m pytest
+
+test-fast: $(VENV)/installed  ## the fast tier: everything but the tests marked slow (browser, PostgreSQL, catalogs, ...)
+	python -m pytest -m "not slow"
 
 lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgrader's Validate button working
 	python -m perfaudit.lab -- $(LAB_ARGS)
@@ -40,5 +43,8 @@ grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) i
 bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs plain serial nbgrader (minutes)
 	python benchmarks/batch_grading.py
 
+bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
+	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
+
 clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
+	rm -rf gradebook.db gradebook.db.versions.json grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv

@@ -20,31 +20,32 @@ c.Validator.validate_all = True
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
 c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
 
-# --- grading: partial credit, sandboxed kernels, confirmed verdicts, feedback without hidden tests ---
-# Used by plain nbgrader and by `python -m perfaudit.grade` alike (see perfaudit/grade/).
+# --- grading: sandboxed kernels, tests decided in the grader, feedback without hidden tests ---
+# Every plug-in lives in perfaudit/autograde/: plain nbgrader and `python -m perfaudit.grade` use the same ones.
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
-from nbgrader.preprocessors import DeduplicateIds, Execute, SaveAutoGrades  # noqa: E402
+from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 
-from perfaudit.confirm import ConfirmVerdicts  # noqa: E402
-from perfaudit.grade.cells import DropDuplicateIds  # noqa: E402
-from perfaudit.grade.execute import GuardedExecute  # noqa: E402
-from perfaudit.grade.feedback import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.dedupe import DropDuplicateIds  # noqa: E402
+from perfaudit.autograde.execute import TrustedExecute  # noqa: E402
+from perfaudit.autograde.feedback import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.submission import RefuseUnsafeSubmission  # noqa: E402
 
+# A submission holding anything but regular files is refused, with the reason, before anything reads it.
 # A duplicated or split graded cell is graded once instead of failing the whole submission.
-c.Autograde.sanitize_preprocessors = [
+c.Autograde.sanitize_preprocessors = [RefuseUnsafeSubmission] + [
     DropDuplicateIds if p is DeduplicateIds else p
     for p in c.Autograde.get("sanitize_preprocessors", Autograde.sanitize_preprocessors.default())
 ]
+# Student cells run once, in a sandboxed kernel; test cells run in the grader, which alone decides their points.
 # A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
-_autograde = [
-    GuardedExecute if p is Execute else p
+c.Autograde.autograde_preprocessors = [
+    TrustedExecute if p is Execute else p
     for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
 ]
-# A test's points stand only when a process that never runs student code confirms them (perfaudit/confirm.py).
-# Just before SaveAutoGrades, after IgnorePattern: it sees each test's outputs exactly as they will be scored.
-_save = _autograde.index(SaveAutoGrades)
-c.Autograde.autograde_preprocessors = _autograde[:_save] + [ConfirmVerdicts] + _autograde[_save:]
-c.GuardedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+c.TrustedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+# The limits on one submission's student code, for plain nbgrader and the batch command alike.
+c.SandboxLimits.memory_mb = 4096  # all of a submission's processes together
+c.SandboxLimits.scratch_mb = 512  # its working folder and, separately, its /tmp: in memory, gone afterwards
 # Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
 _feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
 c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests] + _feedback[1:]  # after GetGrades

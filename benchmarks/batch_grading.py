@@ -27,7 +27,8 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import make_course  # noqa: E402
 
-from perfaudit import ASSIGNMENT, course, paths, samples  # noqa: E402
+from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
+from perfaudit.fixtures import samples  # noqa: E402
 
 
 def _machine_busy_s():

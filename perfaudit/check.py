@@ -13,15 +13,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT, execute, paths
+from perfaudit import ASSIGNMENT, notebooks, paths
 
 
 def stage_notebook(implementation, stage, source):
     """The notebook to run for a stage, with the hidden tests in place, and any graded cells it lacks."""
     if implementation == "solution":
         return source, []
-    student = execute.read(paths.RELEASE / paths.STAGES[stage])
-    return execute.restore_locked_cells(student, source)
+    student = notebooks.read(paths.RELEASE / paths.STAGES[stage])
+    return notebooks.restore_locked_cells(student, source)
 
 
 STUB = "raise NotImplementedError("  # the start of the release's stub (nbgrader_config.py)
@@ -30,8 +30,8 @@ CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell
 
 def unfilled_cells(nb):
     """Grade ids of solution cells that still hold the release's stub."""
-    return [execute.nbgrader_meta(c)["grade_id"] for c in nb.cells
-            if execute.nbgrader_meta(c).get("solution") and STUB in c.source]
+    return [notebooks.nbgrader_meta(c)["grade_id"] for c in nb.cells
+            if notebooks.nbgrader_meta(c).get("solution") and STUB in c.source]
 
 
 def explain(result):
@@ -45,14 +45,14 @@ def explain(result):
 
 def run_stage(implementation, stage, evidence_dir):
     """Run one stage; return (passed, lines to print)."""
-    source = execute.read(paths.SOURCE / paths.STAGES[stage])
+    source = notebooks.read(paths.SOURCE / paths.STAGES[stage])
     nb, missing = stage_notebook(implementation, stage, source)
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
-        executed = execute.execute(nb, cwd, env={paths.EVIDENCE_ENV: str(evidence_dir)})
-    results = execute.cell_results(executed)
+        executed = notebooks.execute(nb, cwd, env={paths.EVIDENCE_ENV: str(evidence_dir)})
+    results = notebooks.cell_results(executed)
     tests = [r for r in results if r.kind == "test"]
     failed = [r for r in results if not r.passed]
-    total = sum(execute.nbgrader_meta(c).get("points", 0) for c in source.cells)
+    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in source.cells)
     earned = sum(r.points for r in tests if r.passed)
     passed = not failed and not missing
     verdict = "PASS" if passed else "FAIL"

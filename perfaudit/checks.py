@@ -5,14 +5,20 @@ expected, what was found, and where to look. No check asserts an absolute time; 
 checks compare measurements with each other.
 """
 
+import atexit
+import functools
 import json
 import math
+import re
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
 import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
+from perfaudit.kernelside import in_student_process
 from perfaudit.report import load_schema
 
 IDENTITY_DIAGONAL = math.tanh(1.0)  # tanh(I @ I) = tanh(I): 0.761594 on the diagonal, 0 elsewhere
@@ -31,8 +37,8 @@ def _as_matrix(out, what):
         _fail(f"{what} should return an array; found {type(out).__name__}.")
 
 
-def _compare(found, expected, what, atol):
-    """Fail with the worst entry when `found` differs from `expected` by more than atol."""
+def _compare(found, expected, what, atol, assumed=None):
+    """Fail with the worst entry when `found` differs from `expected` by more than atol (which assumes `assumed`)."""
     if found.shape != expected.shape:
         _fail(f"{what} should have shape {expected.shape}; found shape {found.shape}.")
     error = np.abs(found - expected)
@@ -40,7 +46,7 @@ def _compare(found, expected, what, atol):
         i, j = np.unravel_index(np.nanargmax(np.where(np.isfinite(error), error, np.inf)), error.shape)
         _fail(
             f"{what}: expected {expected[i, j]:.6f} at [{i}, {j}], found {found[i, j]:.6f} "
-            f"(tolerance {atol:g})."
+            f"(tolerance {atol:g}{' for ' + assumed if assumed else ''})."
         )
 
 
@@ -69,48 +75,202 @@ def random_matrix(rng, n):
     return (rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32)
 
 
+# Matrix-product precision. The reference is float64 NumPy; the tolerance for a random matrix follows the precision
+# of float32 matrix products where the workload runs: jax_default_matmul_precision (jax.config.update, or the
+# jax.default_matmul_precision context), or when it is unset the backend's default. The CPU backend computes float32
+# products whatever the setting; TPUs default to one bfloat16 pass and recent NVIDIA GPUs to TF32, where the error
+# of tanh(A @ A) for these matrices reaches ~3.5e-3 (bfloat16 inputs) and ~7e-4 (TF32 inputs), measured here by
+# rounding the inputs on CPU (on an H200 with jax 0.11.2 the default gives ~4e-4: TF32; 'highest' ~1.6e-7, as on
+# CPU). Each tolerance is several times the largest error seen; the identity's products are exact at every
+# precision, so its tolerance stays 1e-6. The loosest is bfloat16's, whatever the setting claims: a wrong workload
+# (no tanh, x @ x.T, sin) is off by far more than 2e-2.
+MATMUL_TOLERANCE = {"float32": 1e-4, "tensorfloat32": 5e-3, "bfloat16": 2e-2}
+BACKEND_DEFAULT_PRECISION = {"cpu": "float32", "gpu": "tensorfloat32", "cuda": "tensorfloat32",
+                             "rocm": "tensorfloat32", "tpu": "bfloat16"}
+_PRECISION_NAMES = {"highest": "float32", "float32": "float32", "high": "tensorfloat32",
+                    "tensorfloat32": "tensorfloat32", "bfloat16": "bfloat16"}
+
+
+def matmul_precision_class(setting, backend):
+    """The precision class (a MATMUL_TOLERANCE key) of float32 matrix products under jax_default_matmul_precision
+    = setting on backend: a name, an algorithm such as 'BF16_BF16_F32_X3', or None/'default' for the backend's
+    default. An unknown backend or algorithm counts as bfloat16, the loosest class."""
+    if setting in (None, "default", "DEFAULT"):
+        return BACKEND_DEFAULT_PRECISION.get(str(backend).lower(), "bfloat16")
+    setting = str(setting)
+    if setting.lower() in _PRECISION_NAMES:
+        return _PRECISION_NAMES[setting.lower()]
+    operands = setting.upper().split("_")[0]  # an algorithm: the operands' type, then the passes
+    passes = setting.upper().rsplit("_X", 1)[1] if "_X" in setting.upper() else "1"
+    if operands.startswith(("F32", "F64")) or (operands in ("BF16", "TF32") and passes in ("6", "9")) or \
+            (operands == "TF32" and passes == "3"):
+        return "float32"
+    if operands in ("TF32", "F16") or (operands == "BF16" and passes == "3"):
+        return "tensorfloat32"
+    return "bfloat16"
+
+
+@in_student_process
+def matmul_setting():
+    """[jax_default_matmul_precision, default backend] where the student's workload runs: plain strings or None."""
+    import jax
+
+    return [jax.config.jax_default_matmul_precision, jax.default_backend()]
+
+
+def output_tolerance():
+    """(tolerance, words saying which precision it assumes) for a random matrix's tanh(A @ A)."""
+    setting, backend = matmul_setting()
+    precision = matmul_precision_class(setting, backend)
+    return MATMUL_TOLERANCE[precision], (f"{precision} matrix products: jax_default_matmul_precision={setting!r} on "
+                                         f"the {backend} backend")
+
+
 def check_random_output(workload, rng=None):
-    """workload(A) must equal tanh(A @ A) for a random A of a random size: a hard-coded answer fails."""
+    """workload(A) must equal tanh(A @ A) for a random A of a random size: a hard-coded answer fails. The tolerance
+    follows the matrix-product precision in effect where the workload runs (MATMUL_TOLERANCE)."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(5, 48))
     a = random_matrix(rng, n)
+    atol, assumed = output_tolerance()
     found = _as_matrix(workload(_device_matrix(a)), f"workload(A) for a random {n}x{n} matrix A")
     expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
-    _compare(found, expected, f"workload(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=1e-4)
+    _compare(found, expected, f"workload(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=atol,
+             assumed=assumed)
+
+
+class SlowFunction:
+    """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
+    caller waits for it. `waited_call_s` and `waited_s` record how long each call and each wait took. When a test
+    runs in the grader, the grader itself holds the call and the result back, and never tells the student's
+    process for how long (perfaudit/autograde/channel.py). `wrapped`: call that inside (a real JAX computation,
+    under the grader's clock) and hand back its result once ready.
+    """
+
+    def __init__(self, delays_s, wrapped=None, call_delays_s=()):
+        self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
+        self.waited_s, self.waited_call_s = [], []
+
+    @staticmethod
+    def _next(delays, done):
+        return delays[min(len(done), len(delays) - 1)] if delays else 0.0
+
+    @property
+    def delay_s(self):
+        """The delay of the next wait for a result (the grader's channel reads it when the student's code waits)."""
+        return self._next(self.delays_s, self.waited_s)
+
+    @property
+    def call_delay_s(self):
+        """The delay inside the next call."""
+        return self._next(self.call_delays_s, self.waited_call_s)
+
+    def waited(self, call):
+        """Seconds the call-th call certainly took: its delay inside the call and its wait for the result, or None
+        when the student's code never waited for that result (or the call never asked)."""
+        if len(self.waited_s) <= call or (self.call_delays_s and len(self.waited_call_s) <= call):
+            return None
+        return self.waited_s[call] + (self.waited_call_s[call] if self.call_delays_s else 0.0)
+
+    def __call__(self, x):
+        if self.call_delays_s:
+            started = time.perf_counter()
+            time.sleep(self.call_delay_s)
+            self.waited_call_s.append(time.perf_counter() - started)
+        return _SlowResult(self, None if self.wrapped is None else self.wrapped(x))
 
 
 class _SlowResult:
-    """A result that takes SYNC_DELAY_S to become ready, however the student waits for it."""
+    def __init__(self, fn, inner):
+        self.fn, self.inner, self.ready = fn, inner, False
 
     def block_until_ready(self):
-        time.sleep(SYNC_DELAY_S)
+        if not self.ready:
+            if hasattr(self.inner, "block_until_ready"):
+                self.inner.block_until_ready()
+            started = time.perf_counter()
+            time.sleep(self.fn.delay_s)
+            self.fn.waited_s.append(time.perf_counter() - started)
+            self.ready = True
         return self
 
     def __array__(self, dtype=None, copy=None):
-        time.sleep(SYNC_DELAY_S)
+        self.block_until_ready()
         return np.zeros((1, 1), dtype=dtype)
 
 
-def check_time_call(time_call):
-    """time_call(fn, x) must stop the clock only once fn's result is ready."""
-    seconds = time_call(lambda x: _SlowResult(), None)
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
-        _fail(f"time_call should return the elapsed seconds as a float; found {type(seconds).__name__}.")
-    if seconds < SYNC_DELAY_S:
-        _fail(
-            f"time_call measured {seconds * 1e3:.3f} ms for a call whose result takes at least "
-            f"{SYNC_DELAY_S * 1e3:.0f} ms to become ready: JAX returns before the work is done. "
-            "Stop the clock only after out.block_until_ready()."
-        )
+def check_seconds(seconds, what, outer_s=None):
+    """A duration as time_call must report it: a finite float of seconds, within the time the call took."""
+    if not isinstance(seconds, float):
+        _fail(f"{what} should be a float number of seconds (time.perf_counter() differences are); found "
+              f"{type(seconds).__name__} {seconds!r:.40}. Report seconds, not milliseconds or nanoseconds.")
+    if not math.isfinite(seconds) or seconds <= 0:
+        _fail(f"{what} should be a positive, finite number of seconds; found {seconds!r}.")
+    if outer_s is not None and seconds > outer_s:
+        _fail(f"{what} is {seconds:.6f} s, longer than the {outer_s:.6f} s the whole call took when the grader "
+              "timed it from outside: that is not a measurement of this call. (Milliseconds instead of seconds?)")
+    return seconds
+
+
+def _timed(time_call, fn, x):
+    """(what time_call reported, seconds the caller saw the whole call take)."""
+    started = time.perf_counter()
+    seconds = time_call(fn, x)
+    return seconds, time.perf_counter() - started
+
+
+def check_time_call(time_call, rng=None):
+    """time_call(fn, x) must start the clock before the call and stop it only once fn's result is ready: checked on
+    calls and results that take delays chosen now, and against the caller's own clock."""
+    rng = rng or np.random.default_rng()
+    for low, high in ((0.02, 0.05), (0.08, 0.15)):
+        slow = SlowFunction([float(rng.uniform(low, high))], call_delays_s=[float(rng.uniform(0.005, 0.015))])
+        seconds, outer = _timed(time_call, slow, None)
+        seconds = check_seconds(seconds, "time_call's result", outer)
+        waited = slow.waited(0)
+        if waited is None or seconds < waited:
+            _fail(
+                f"time_call measured {seconds * 1e3:.3f} ms for a call that took at least "
+                f"{(waited or 0) * 1e3:.1f} ms from the call until its result was ready: JAX returns before the work "
+                "is done. Start the clock before the call and stop it only after out.block_until_ready()."
+            )
+
+
+@in_student_process
+def fresh_jit(fn):
+    """A new jax.jit of fn, never called: its first call traces and compiles, whatever ran before."""
+    import jax
+
+    return jax.jit(lambda x: fn(x))
+
+
+def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
+    """time_call on a fresh jit of workload: the first call, which traces and compiles, is slower than the median
+    of the steady calls, and every timing lies between the result's readiness and the caller's clock."""
+    rng = rng or np.random.default_rng()
+    delays = [float(d) for d in rng.uniform(0.001, 0.003, size=steady_calls + 1)]
+    call_delays = [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 1)]
+    slow = SlowFunction(delays, wrapped=fresh_jit(workload), call_delays_s=call_delays)
+    x = _device_matrix(np.eye(16))
+    timings = []
+    for call in range(steady_calls + 1):
+        seconds, outer = _timed(time_call, slow, x)
+        what = "time_call's first call" if call == 0 else "time_call's steady call"
+        seconds = check_seconds(seconds, what, outer)
+        waited = slow.waited(call)
+        if waited is None or seconds < waited:
+            _fail(f"{what} reported {seconds * 1e3:.3f} ms, less than the call and its result took: start the clock "
+                  "before the call and stop it after block_until_ready().")
+        timings.append(seconds)
+    check_timings(timings[0], timings[1:])
 
 
 def check_timings(first_call_s, steady_s):
     """The first call includes tracing and compilation, so it is slower than the steady median."""
-    steady = [float(s) for s in steady_s]
-    if len(steady) < STEADY_CALLS_MIN:
-        _fail(f"expected at least {STEADY_CALLS_MIN} steady timings; found {len(steady)}.")
-    if not first_call_s > 0 or not all(s > 0 for s in steady):
-        _fail("every timing should be a positive number of seconds; found a zero or negative one.")
+    if not isinstance(steady_s, (list, tuple, np.ndarray)) or len(steady_s) < STEADY_CALLS_MIN:
+        _fail(f"expected a list of at least {STEADY_CALLS_MIN} steady timings; found {steady_s!r:.60}.")
+    first_call_s = check_seconds(_float(first_call_s), "the first call's timing")
+    steady = [check_seconds(_float(s), "a steady call's timing") for s in steady_s]
     median = float(np.median(steady))
     if not first_call_s > median:
         _fail(
@@ -118,6 +278,11 @@ def check_timings(first_call_s, steady_s):
             f"({median * 1e3:.3f} ms) because it includes tracing and compilation. Was the function "
             "already compiled before you timed its first call? jax.clear_caches() makes the next call first again."
         )
+
+
+def _float(value):
+    """NumPy's float64 is a float; other numbers stay what they are, for check_seconds to judge."""
+    return float(value) if isinstance(value, np.floating) else value
 
 
 def check_summarize(summarize, samples=(0.003, 0.001, 0.002, 0.005, 0.004)):
@@ -141,8 +306,10 @@ def _short(samples):
 
 def check_trace_count(count, expected=2):
     """The body is traced once per new input shape: two shapes, two traces."""
-    if count == expected:
+    if type(count) is int and count == expected:
         return
+    if type(count) is not int:
+        _fail(f"the trace count should be an int; found {type(count).__name__} {count!r:.40}.")
     hint = {
         0: "Does the traced function body increment the counter?",
         1: "Did both shapes go through the same jitted function?",
@@ -150,32 +317,257 @@ def check_trace_count(count, expected=2):
     _fail(f"expected exactly {expected} traces (one per input shape); found {count}. {hint}")
 
 
+def _count(traces):
+    count = traces()
+    if type(count) is not int:
+        _fail(f"traces() should return an int; found {type(count).__name__} {count!r:.40}.")
+    return count
+
+
+def _expect_traces(jitted, traces, calls):
+    """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs."""
+    for argument, what, expected in calls:
+        before = _count(traces)
+        jitted(argument)
+        added = _count(traces) - before
+        if added != expected:
+            hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
+            _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
+
+
+@in_student_process
+def clear_caches():
+    """jax.clear_caches() where the student's functions live: every cached trace is dropped."""
+    import jax
+
+    jax.clear_caches()
+
+
+def _clear_caches_then(argument, what):
+    """A call after JAX's caches were cleared: a real trace counter goes up by one, a set of keys does not."""
+    return [(None, "jax.clear_caches()", None), (argument, f"{what} after jax.clear_caches()", 1)]
+
+
+def _shuffled_calls(rng, keys):
+    """A random sequence over keys [(argument, what)]: each key's first call adds a trace, every repeat none."""
+    order = list(range(len(keys))) + [int(i) for i in rng.integers(0, len(keys), size=int(rng.integers(2, 5)))]
+    rng.shuffle(order)
+    seen, calls = set(), []
+    for i in order:
+        argument, what = keys[i]
+        calls.append((argument, what if i not in seen else f"{what}, again", 0 if i in seen else 1))
+        seen.add(i)
+    return calls
+
+
+def _expect_traces(jitted, traces, calls):
+    """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs.
+    An argument None is a clear_caches() step."""
+    for argument, what, expected in calls:
+        if argument is None:
+            clear_caches()
+            continue
+        before = _count(traces)
+        jitted(argument)
+        added = _count(traces) - before
+        if added != expected:
+            hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
+            _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
+
+
 def check_retrace_on_new_shape(jitted, traces, rng=None):
-    """A shape the function has not seen costs exactly one more trace; calling it again costs none."""
+    """Each shape the function has not seen costs exactly one trace, each repeat none, in any order; after
+    jax.clear_caches() a shape it has seen is traced again (the counter counts traces, not shapes)."""
     rng = rng or np.random.default_rng()
-    n = int(rng.choice([n for n in range(5, 48) if n not in (16, 32)]))
-    x = _device_matrix(np.eye(n))
-    before = traces()
-    jitted(x)
-    after_new = traces()
-    jitted(x)
-    after_repeat = traces()
-    if after_new - before != 1:
-        _fail(f"a new {n}x{n} shape should add exactly 1 trace; it added {after_new - before}.")
-    if after_repeat != after_new:
-        _fail(
-            f"calling again at {n}x{n} should reuse the cached trace (0 new traces); "
-            f"it added {after_repeat - after_new}. Is the function wrapped in jax.jit?"
-        )
+    sizes = rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], size=3, replace=False)  # no notebook's
+    keys = [(_device_matrix(np.eye(int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
+    _expect_traces(jitted, traces, _shuffled_calls(rng, keys) + _clear_caches_then(*keys[0]))
 
 
-def check_jaxpr_text(text):
-    """A JAXPR of tanh(x @ x) shows a dot_general followed by a tanh."""
+def check_traces_follow_jit(jitted, traces, rng=None):
+    """jit's cache key, not a set of shapes: a new shape and a new dtype trace again, in any order; a repeat and a
+    float64 NumPy array that jit converts to float32 (x64 is off) do not; after jax.clear_caches() all trace again."""
+    rng = rng or np.random.default_rng()
+    n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
+    eye = np.eye(n, dtype=np.float32)
+    import jax.numpy as jnp
+
+    keys = [(_device_matrix(eye), f"a call at {n}x{n} float32"),
+            (_device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)")]
+    calls = _shuffled_calls(rng, keys)
+    first_f32 = next(i for i, (_, what, _) in enumerate(calls) if what == keys[0][1])
+    calls.insert(first_f32 + 1, (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array "
+                                                         "(converted to float32: the key of the float32 call)", 0))
+    _expect_traces(jitted, traces, calls + _clear_caches_then(*keys[1]))
+
+
+# Notebook 2, Part C: predict how many new traces each call of a fixed sequence adds. The right answers are facts of
+# the JAX this process runs, so they are measured here, by running the same sequence as the notebook's
+# make_sequence cell (tests/test_checks.py holds the two together), never typed in.
+TRACE_CASES_INPUTS = ("f(a)", "f(a) again", "f(b)", "f(a64)", "jax.jit(square)(a)", "jax.jit(lambda x: square(x))(a)")
+TRACE_CASES_ARGUMENTS = ("scale_jit(a, 2.0)", "scale_jit(a, 3.0)", "scale_jit(a, two)", "repeat_jit(a, 2)",
+                         "repeat_jit(a, 3)", "repeat_jit(a, 2) again", "total_jit((a, a))", "total_jit([a, a])")
+TRACE_HINTS = {
+    "f(a)": "the first call of a jitted function traces its body",
+    "f(a) again": "same function, same shape and dtype: the cache has it",
+    "f(b)": "bfloat16 is a new dtype, so a new cache key",
+    "f(a64)": "with 64-bit mode off JAX converts a float64 NumPy array to float32 before it looks in the cache: "
+              "the key of f(a)",
+    "jax.jit(square)(a)": "a second jax.jit wrapper of the same Python function shares that function's trace cache",
+    "jax.jit(lambda x: square(x))(a)": "a lambda written again is a new function object, so JAX traces it, and "
+                                       "tracing it runs square's Python body again",
+    "scale_jit(a, 2.0)": "the first call of scale_jit traces",
+    "scale_jit(a, 3.0)": "a Python float is a weakly typed float32 scalar: its type is in the key, its value is not",
+    "scale_jit(a, two)": "two is a float32 array, strongly typed, where 2.0 was weakly typed: a new key",
+    "repeat_jit(a, 2)": "the first call of repeat_jit traces",
+    "repeat_jit(a, 3)": "the value of a static argument is part of the key, and 3 is new",
+    "repeat_jit(a, 2) again": "k=2 is in the cache since the first call",
+    "total_jit((a, a))": "the first call of total_jit traces",
+    "total_jit([a, a])": "a list is another pytree structure than a tuple, even with the same leaves",
+}
+
+
+def trace_sequence():
+    """The notebook's make_sequence(): new jitted functions whose bodies record each trace in `traced`, and the
+    calls in order ({name: call}). Keep it the same as the notebook's cell."""
+    import jax
+    import jax.numpy as jnp
+
+    traced = []
+
+    def square(x):
+        traced.append("square")
+        return jnp.tanh(x @ x)
+
+    def scale(x, s):
+        traced.append("scale")
+        return x * s
+
+    def repeat(x, k):
+        traced.append("repeat")
+        for _ in range(k):
+            x = jnp.tanh(x)
+        return x
+
+    def total(xs):
+        traced.append("total")
+        return sum(xs)
+
+    f = jax.jit(square)
+    scale_jit = jax.jit(scale)
+    repeat_jit = jax.jit(repeat, static_argnums=1)
+    total_jit = jax.jit(total)
+
+    a = jax.device_put(np.eye(16, dtype=np.float32))
+    b = jax.device_put(np.eye(16, dtype=jnp.bfloat16))
+    a64 = np.eye(16)
+    two = jax.device_put(np.float32(2.0))
+
+    return traced, {
+        "f(a)": lambda: f(a),
+        "f(a) again": lambda: f(a),
+        "f(b)": lambda: f(b),
+        "f(a64)": lambda: f(a64),
+        "jax.jit(square)(a)": lambda: jax.jit(square)(a),
+        "jax.jit(lambda x: square(x))(a)": lambda: jax.jit(lambda x: square(x))(a),
+        "scale_jit(a, 2.0)": lambda: scale_jit(a, 2.0),
+        "scale_jit(a, 3.0)": lambda: scale_jit(a, 3.0),
+        "scale_jit(a, two)": lambda: scale_jit(a, two),
+        "repeat_jit(a, 2)": lambda: repeat_jit(a, 2),
+        "repeat_jit(a, 3)": lambda: repeat_jit(a, 3),
+        "repeat_jit(a, 2) again": lambda: repeat_jit(a, 2),
+        "total_jit((a, a))": lambda: total_jit((a, a)),
+        "total_jit([a, a])": lambda: total_jit([a, a]),
+    }
+
+
+def count_new_traces(traced, sequence):
+    """Make the calls in order; {name: how many entries each call added to traced}."""
+    import jax
+
+    added = {}
+    for name, call in sequence.items():
+        before = len(traced)
+        jax.block_until_ready(call())
+        added[name] = len(traced) - before
+    return added
+
+
+@functools.lru_cache(maxsize=1)
+def _trace_count_answers():
+    return tuple(count_new_traces(*trace_sequence()).items())
+
+
+def trace_count_answers():
+    """{call: new traces} for the sequence of notebook 2's Part C, measured once per process with this JAX."""
+    return dict(_trace_count_answers())
+
+
+def check_trace_predictions(predicted, answers, cases):
+    """predicted_traces holds, for each of `cases`, the number of new traces that call adds, as `answers` has it."""
+    cases = list(cases)
+    if not isinstance(predicted, dict):
+        _fail(f"predicted_traces should be a dict from each call in SEQUENCE to a number; found "
+              f"{type(predicted).__name__}.")
+    missing = [case for case in cases if case not in predicted]
+    if missing:
+        _fail(f"predicted_traces has no entry for {', '.join(map(repr, missing))}: it needs one for every call in "
+              "SEQUENCE, spelled as SEQUENCE's keys (start from dict.fromkeys(SEQUENCE, 0)).")
+    wrong = []
+    for case in cases:
+        guess = predicted[case]
+        if isinstance(guess, bool) or not isinstance(guess, (int, np.integer)):
+            _fail(f"predicted_traces[{case!r}] should be an int, the number of new traces; found "
+                  f"{type(guess).__name__} {guess!r:.40}.")
+        if guess != answers[case]:
+            wrong.append(f"  {case}: you predicted {guess}, JAX traced {answers[case]} time(s): {TRACE_HINTS[case]}.")
+    if wrong:
+        _fail(f"{len(wrong)} of these {len(cases)} predictions differ from what JAX does:\n" + "\n".join(wrong) +
+              "\nRead JAX's own explanation under each call in the output of the cell that runs SEQUENCE.")
+
+
+_WRAPPERS = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat", "checkpoint"}
+_EQUATION = re.compile(r"\b\w+:(\w+\[[\d,]*\]) = (\w+)")
+
+
+def jaxpr_program(text):
+    """The computation a JAXPR's text describes: [(output type, primitive)] in order, call wrappers left out."""
+    return [(kind, primitive) for kind, primitive in _EQUATION.findall(text) if primitive not in _WRAPPERS]
+
+
+def reference_jaxpr(n=16):
+    """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
+    import jax
+    import jax.numpy as jnp
+
+    return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
+
+
+@in_student_process
+def jaxpr_of(fn, n=16):
+    """str(jax.make_jaxpr(fn)) at n x n float32, made where fn lives."""
+    import jax
+
+    return str(jax.make_jaxpr(fn)(jax.ShapeDtypeStruct((n, n), np.float32)))
+
+
+def check_jaxpr_is_of(jitted, text, n=16):
+    """The saved JAXPR is the one of `jitted` itself: the same equations as make_jaxpr of it, now."""
+    made = jaxpr_of(jitted, n)
+    if not isinstance(made, str) or jaxpr_program(made) != jaxpr_program(str(text)):
+        _fail("jaxpr_text should be the JAXPR of audited itself: str(jax.make_jaxpr(audited)(x16)).")
+
+
+def check_jaxpr_text(text, n=16):
+    """The JAXPR of tanh(x @ x) at 16x16: the same equations as the one the checker makes itself."""
     if not isinstance(text, str):
         _fail(f"the JAXPR should be saved as text (str(jax.make_jaxpr(f)(x))); found {type(text).__name__}.")
-    missing = [op for op in ("dot_general", "tanh") if op not in text]
-    if missing:
-        _fail(f"the JAXPR of tanh(x @ x) should contain dot_general and tanh; {', '.join(missing)} missing.")
+    expected, found = jaxpr_program(reference_jaxpr(n)), jaxpr_program(text)
+    if found != expected:
+        shown = ", ".join(f"{p} -> {k}" for k, p in found) or "no equations"
+        want = ", ".join(f"{p} -> {k}" for k, p in expected)
+        _fail(f"the JAXPR of tanh(x @ x) at {n}x{n} float32 should compute {want}; this one computes {shown}. "
+              "Save str(jax.make_jaxpr(f)(x)) for the 16x16 input.")
 
 
 def read_report(evidence_dir):
@@ -276,21 +668,23 @@ def check_decomposition(decomposition):
               f"found {observed.get('remainder_s')}.")
 
 
-def check_expected_cost(expected_cost, workload, n=16):
-    """expected_cost(n) agrees with XLA's cost model of jax.jit(workload) compiled for an n x n float32 input."""
-    import jax
+def expected_cost_of(n):
+    """tanh(x @ x) for an n x n input, counted as XLA's cost model counts it: a multiply-add is 2 flops (2n^3, the
+    exact arithmetic count 2n^3 - n^2 rounded up as XLA does), and each of the n^2 tanh is one transcendental."""
+    return {"flops": 2 * n**3, "transcendentals": n**2}
 
-    compiled = jax.jit(workload).trace(jax.ShapeDtypeStruct((n, n), np.float32)).lower().compile()
-    model = compiled.cost_analysis()
+
+def check_expected_cost(expected_cost, n=16):
+    """expected_cost(n) gives flops and transcendentals of tanh(x @ x) as the closed form counts them."""
     found = expected_cost(n)
     if not isinstance(found, dict):
         _fail(f"expected_cost({n}) should return a dict; found {type(found).__name__}.")
-    for key in ("flops", "transcendentals"):
+    for key, value in expected_cost_of(n).items():
         if key not in found:
             _fail(f"expected_cost({n}) should have the key {key!r}; found keys {sorted(found)}.")
-        if not math.isclose(float(found[key]), float(model[key]), rel_tol=1e-9):
-            _fail(f"expected_cost({n})[{key!r}] should be {model[key]:g}, as XLA's cost model counts it; "
-                  f"found {found[key]!r}.")
+        got = found[key]
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isclose(got, value, rel_tol=1e-9):
+            _fail(f"expected_cost({n})[{key!r}] should be {value}; found {got!r:.40}.")
 
 
 GOING_FURTHER_SECTIONS = ("decomposition", "cost_analysis", "memory_estimate")
@@ -316,3 +710,174 @@ def check_going_further(evidence_dir):
     if missing_ops:
         _fail(f"the StableHLO of tanh(x @ x) should contain {' and '.join(missing_ops)}; {name} does not. "
               "Save lowered.as_text().")
+
+
+# Hidden tests call the student's functions on evidence made up at grading time, in folders made for the test:
+# a report written from constants, or copied from elsewhere, cannot carry numbers that exist nowhere else.
+_FOLDERS = []
+atexit.register(lambda: [shutil.rmtree(f, ignore_errors=True) for f in _FOLDERS])
+
+
+def new_folder(files=None):
+    """A new empty folder (removed when this process ends), holding only `files` ({name: text})."""
+    folder = Path(tempfile.mkdtemp(prefix="perfaudit-check-"))
+    _FOLDERS.append(folder)
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def test_folders():
+    """The folders new_folder() made in this process (the grader hands only these to the student's code)."""
+    return [folder.resolve() for folder in _FOLDERS]
+
+
+def made_up_evidence(rng=None, steady_calls=None):
+    """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here."""
+    rng = rng or np.random.default_rng()
+    steady_calls = steady_calls or int(rng.integers(5, 20))
+    return {
+        "first_call_s": float(rng.uniform(0.05, 0.5)),
+        "steady_s": [float(s) for s in rng.uniform(1e-5, 1e-3, size=steady_calls)],
+        "shape": [16, 16],
+        "dtype": "float32",
+        "trace_count": 2,
+        "shapes": [[16, 16], [32, 32]],
+        "jaxpr_text": reference_jaxpr() + f"\n# evidence {rng.integers(1 << 62):x}\n",
+    }
+
+
+def made_up_report(evidence, rng=None):
+    """A stage 3 report of this evidence, as run_audit would return it."""
+    rng = rng or np.random.default_rng()
+    steady = np.asarray(evidence["steady_s"])
+    q1, q3 = np.percentile(steady, [25, 75])
+    return {
+        "audit": "performance-audit", "workload": "tanh(x @ x)", "memory_measured": False, "profiler_trace": False,
+        "timings": {"shape": evidence["shape"], "dtype": evidence["dtype"], "synchronized": True,
+                    "first_call_s": evidence["first_call_s"], "steady_s": evidence["steady_s"],
+                    "steady_summary": {"median_s": float(np.median(steady)), "min_s": float(steady.min()),
+                                       "max_s": float(steady.max()), "iqr_s": float(q3 - q1)}},
+        "tracing": {"shapes": evidence["shapes"], "trace_count": 2, "read_before_make_jaxpr": True},
+        "artifacts": {"jaxpr": "workload.jaxpr.txt"},
+        "environment": {"python": "3.11", "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu",
+                        "device_kind": f"cpu-{rng.integers(1000)}"},
+    }
+
+
+def made_up_first_call(rng=None):
+    """What perfaudit.decompose.first_call returns, with consistent numbers that exist only here."""
+    rng = rng or np.random.default_rng()
+    first = float(rng.uniform(0.05, 0.3))
+    observed = {name: first * float(share)
+                for name, share in zip(("trace_s", "lower_s", "compile_s"), rng.uniform(0.05, 0.3, size=3))}
+    observed["sum_s"] = sum(observed.values())
+    observed["remainder_s"] = first - observed["sum_s"]
+    aot = {name: first * float(share)
+           for name, share in zip(("trace_s", "lower_s", "compile_s", "first_run_s"), rng.uniform(0.05, 0.3, size=4))}
+    aot["sum_s"] = sum(aot.values())
+    return {
+        "decomposition": {
+            "shape": [16, 16], "dtype": "float32", "rounds": 3, "first_call_rounds_s": [first * 0.9, first, first * 1.2],
+            "aot_sum_rounds_s": [aot["sum_s"] * 1.1, aot["sum_s"], aot["sum_s"] * 0.95], "first_call_s": first,
+            "observed": observed, "aot": aot,
+            "warm_up": {"first_lower_s": float(rng.uniform(0.01, 0.1)), "second_lower_s": float(rng.uniform(1e-3, 1e-2))},
+            "one_time_lowering": {"measured_in": "a fresh Python process", "first_lower_s": 0.05,
+                                  "second_lower_s": 0.005, "one_time_s": 0.045},
+        },
+        "cost_analysis": {"flops": 8192.0, "transcendentals": 256.0, "bytes_accessed": float(rng.integers(2048, 4096))},
+        "memory_estimate": {"is_estimate": True, "source": "compiled.memory_analysis()", "argument_size_in_bytes": 1024,
+                            "output_size_in_bytes": 1024, "temp_size_in_bytes": int(rng.integers(0, 4096))},
+        "stablehlo_text": ("module @jit_workload {\n  func.func public @main(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {\n"
+                           "    %0 = stablehlo.dot_general %arg0, %arg0 : tensor<16x16xf32>\n"
+                           f"    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }}\n}}\n// {rng.integers(1 << 62):x}\n"),
+    }
+
+
+def _as_json(value):
+    """value as report.json holds it (tuples become lists): what a report returned and a report written share."""
+    return json.loads(json.dumps(value))
+
+
+def check_returns_what_it_wrote(returned, evidence_dir, what="run_audit"):
+    """The function returns the report it wrote to report.json."""
+    try:
+        same = _as_json(returned) == read_report(evidence_dir)
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        _fail(f"{what} should return the report it wrote to report.json (the same dict).")
+
+
+def check_report_carries(evidence_dir, evidence):
+    """report.json and the JAXPR file hold the numbers of the evidence given to write_evidence, not others."""
+    report = read_report(evidence_dir)
+    timings, tracing = report.get("timings", {}), report.get("tracing", {})
+    for section, found, keys in (("timings", timings, ("first_call_s", "steady_s", "shape", "dtype")),
+                                 ("tracing", tracing, ("trace_count", "shapes"))):
+        for key in keys:
+            if found.get(key) != _as_json(evidence[key]):
+                _fail(f"report.json's {section}.{key} is {found.get(key)!r:.80}; the evidence given to "
+                      f"write_evidence had {evidence[key]!r:.80}. Build the report from the evidence argument.")
+    jaxpr = Path(evidence_dir) / str(report.get("artifacts", {}).get("jaxpr", ""))
+    if not jaxpr.is_file() or jaxpr.read_text() != evidence["jaxpr_text"]:
+        _fail("the JAXPR file beside report.json should hold the evidence's jaxpr_text, exactly.")
+
+
+def check_measured_evidence(timings, steady_calls, outer_s, what):
+    """Timings a clock took during the call: as many steady calls as asked, each a float of seconds, all of them
+    together within the time the grader saw the call take, and a first call slower than the steady median."""
+    if not isinstance(timings, dict):
+        _fail(f"{what} should be a dict; found {type(timings).__name__}.")
+    steady = timings.get("steady_s")
+    if not isinstance(steady, list) or len(steady) != steady_calls:
+        _fail(f"{what}: {steady_calls} steady calls were asked for; found {steady!r:.60} as steady_s.")
+    first = check_seconds(_float(timings.get("first_call_s")), f"{what}: first_call_s")
+    steady = [check_seconds(_float(s), f"{what}: steady_s[]") for s in steady]
+    total = first + sum(steady)
+    if total > outer_s:
+        _fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
+              "when the grader timed it: they were not measured during this call.")
+    check_timings(first, steady)
+
+
+def check_gather_evidence(gather_evidence, rng=None):
+    """gather_evidence(k), called now with a k chosen now: measured timings, two traces, the JAXPR."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    started = time.perf_counter()
+    evidence = gather_evidence(steady_calls)
+    outer = time.perf_counter() - started
+    check_measured_evidence(evidence, steady_calls, outer, f"gather_evidence({steady_calls})")
+    check_trace_count(evidence.get("trace_count"))
+    check_jaxpr_text(evidence.get("jaxpr_text"))
+
+
+def check_run_audit(run_audit, rng=None):
+    """run_audit(a new folder, k chosen now): evidence that passes every stage 3 check, measured during the call,
+    and the report it returns is the one it wrote."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    folder = new_folder()
+    started = time.perf_counter()
+    returned = run_audit(folder, steady_calls)
+    outer = time.perf_counter() - started
+    check_evidence_dir(folder)
+    check_measured_evidence(read_report(folder).get("timings"), steady_calls, outer,
+                            f"report.json's timings from run_audit(folder, {steady_calls})")
+    check_returns_what_it_wrote(returned, folder)
+
+
+def check_going_further_carries(evidence_dir, returned, base, first_call):
+    """The report write_going_further wrote holds the audit report and the first call given to it, unchanged."""
+    check_returns_what_it_wrote(returned, evidence_dir, "write_going_further")
+    report = read_report(evidence_dir)
+    for section in GOING_FURTHER_SECTIONS:
+        if report.get(section) != _as_json(first_call[section]):
+            _fail(f"report.json's {section} should be the one given to write_going_further, unchanged.")
+    for section in ("timings", "tracing"):
+        if report.get(section) != _as_json(base[section]):
+            _fail(f"report.json's {section} should be those of the report given to write_going_further.")
+    stablehlo = Path(evidence_dir) / str(report.get("artifacts", {}).get("stablehlo", ""))
+    if not stablehlo.is_file() or stablehlo.read_text() != first_call["stablehlo_text"]:
+        _fail("the StableHLO file should hold the stablehlo_text given to write_going_further, exactly.")

@@ -12,7 +12,8 @@ import shutil
 import sys
 import time
 
-from perfaudit import ASSIGNMENT, course, paths, samples
+from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.fixtures import samples
 
 DEMO_STUDENTS = ("correct", "partly-right", "untouched")
 

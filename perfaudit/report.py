@@ -6,6 +6,9 @@ import textwrap
 from perfaudit import paths
 
 
+SCHEMA_VERSION = 2  # report.schema.json's schema_version (tests/test_checks.py holds the two together)
+
+
 def load_schema():
     return json.loads(paths.SCHEMA.read_text())
 

@@ -5,19 +5,20 @@ import hashlib
 
 import pytest
 
-from perfaudit import ASSIGNMENT, course, samples
+from perfaudit import ASSIGNMENT, course
+from perfaudit.fixtures import samples
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-FULL = {NB1: 5, NB2: 4, NB3: 4, NB4: 5}  # NB4: the audit 3, going further 2
+FULL = {NB1: 5, NB2: 6, NB3: 4, NB4: 5}  # NB2: traces 3, JAXPR 1, predictions 2; NB4: audit 3, going further 2
 
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.
 EXPECTED = {
     "correct": FULL,
     "untouched": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
-    "partly-right": {NB1: 5, NB2: 4, NB3: 0, NB4: 0},
+    "partly-right": {NB1: 5, NB2: 6, NB3: 0, NB4: 0},
     "stage1-hardcoded-identity": {**FULL, NB1: 4},  # loses the random-input test only
-    "stage1-unsynchronized-clock": {**FULL, NB1: 4},  # loses the synchronization test only
-    "stage2-forgot-jit": {**FULL, NB2: 1},  # 4 traces, retraces on repeats; the JAXPR still counts
+    "stage1-unsynchronized-clock": {**FULL, NB1: 3},  # loses both claims a synchronized clock makes: sync, first call
+    "stage2-forgot-jit": {**FULL, NB2: 3},  # 4 traces, retraces on repeats; the JAXPR and the predictions count
     "stage3-memory-claimed": {**FULL, NB3: 2},  # fails the schema and the scope test
     "stage4-flops-forgot-factor-two": {**FULL, NB4: 4},  # loses the going-further cost test only
 }
@@ -60,3 +61,42 @@ def test_export_writes_one_row_per_student_with_the_total(graded):
 def test_grading_leaves_submissions_byte_identical(graded):
     course_dir, before = graded
     assert _digest(course_dir / "submitted") == before
+
+
+def test_an_instructors_new_hidden_test_grades_with_no_code_change(tmp_path):
+    """A hidden line added to source/ runs in the grader as it is, with no change anywhere else. It asks for the
+    median of an even number of timings: a summarize that is right for odd counts only, which every other test
+    accepts, loses that test's point; the instructor's solution keeps full marks (the canary checks it too)."""
+    import shutil
+
+    import nbformat
+
+    from perfaudit import notebooks, paths
+
+    root = tmp_path / "course"
+    shutil.copytree(paths.SOURCE, root / "source" / ASSIGNMENT)
+    shutil.copy(paths.ROOT / "nbgrader_config.py", root)
+    path = root / "source" / ASSIGNMENT / f"{NB1}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    test = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
+    new_line = 'assert summarize([1.0, 2.0])["median_s"] == 1.5, "the median of two timings is their mean"'
+    test.source = test.source.replace("### END HIDDEN TESTS", f"{new_line}\n### END HIDDEN TESTS")
+    nbformat.write(nb, path)
+    course.nbgrader("generate_assignment", ASSIGNMENT, course_dir=root)
+    samples.write_submission("correct", root / "submitted")
+    (root / "submitted" / "correct").rename(root / "submitted" / "odd-counts-only")
+    samples.write_submission("correct", root / "submitted")
+    submitted = root / "submitted" / "odd-counts-only" / ASSIGNMENT / f"{NB1}.ipynb"
+    nb = nbformat.read(submitted, as_version=4)
+    cell = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "summarize")
+    cell.source = cell.source.replace('"median_s": float(np.median(samples)),',
+                                      '"median_s": float(np.median(samples) if len(samples) % 2 else samples.max()),')
+    assert "samples.max()" in cell.source
+    nbformat.write(nb, submitted)
+    course.nbgrader("autograde", ASSIGNMENT, "--notebook", NB1, course_dir=root)
+    scores = course.scores(root)
+    assert scores["correct"][NB1] == (FULL[NB1], FULL[NB1])
+    assert scores["odd-counts-only"][NB1] == (FULL[NB1] - 1, FULL[NB1])
+    graded = nbformat.read(root / "autograded" / "odd-counts-only" / ASSIGNMENT / f"{NB1}.ipynb", as_version=4)
+    failed = next(c for c in graded.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
+    assert [o.evalue for o in failed.outputs if o.output_type == "error"] == ["the median of two timings is their mean"]

@@ -33,8 +33,10 @@ import psutil
 import pytest
 from playwright import sync_api
 
-from perfaudit import ASSIGNMENT, course, execute, lab, paths
-from perfaudit.samples import instructor_solution
+from perfaudit import ASSIGNMENT, course, lab, notebooks, paths
+from perfaudit.fixtures.samples import instructor_solution
+
+pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 
 CHROMIUM = Path(os.environ.get("PERFAUDIT_CHROMIUM", "/usr/bin/chromium"))
 # A closed network: nothing in the background, no updates, no first-run or sync; a fresh profile per run.
@@ -201,11 +203,11 @@ def page(browser, jupyter_lab, artifacts, request):
 
 def solution_cells(stage):
     """{index in the release: the instructor's solution} for each solution cell, in notebook order."""
-    source = {execute.nbgrader_meta(c)["grade_id"]: c for c in execute.read(paths.SOURCE / paths.STAGES[stage]).cells
-              if execute.nbgrader_meta(c).get("solution")}
-    release = execute.read(paths.RELEASE / paths.STAGES[stage])
-    return {i: instructor_solution(source[execute.nbgrader_meta(c)["grade_id"]])
-            for i, c in enumerate(release.cells) if execute.nbgrader_meta(c).get("solution")}
+    source = {notebooks.nbgrader_meta(c)["grade_id"]: c for c in notebooks.read(paths.SOURCE / paths.STAGES[stage]).cells
+              if notebooks.nbgrader_meta(c).get("solution")}
+    release = notebooks.read(paths.RELEASE / paths.STAGES[stage])
+    return {i: instructor_solution(source[notebooks.nbgrader_meta(c)["grade_id"]])
+            for i, c in enumerate(release.cells) if notebooks.nbgrader_meta(c).get("solution")}
 
 
 def self_check_lines(nb):
@@ -314,13 +316,13 @@ def validate(page):
 def cell_timings(nb_path):
     """[(seconds, cell index, grade id or cell id)] from the timing metadata JupyterLab recorded, slowest first."""
     timings = []
-    for i, cell in enumerate(execute.read(nb_path).cells):
+    for i, cell in enumerate(notebooks.read(nb_path).cells):
         recorded = cell.get("metadata", {}).get("execution", {})
         start, end = recorded.get("iopub.execute_input"), recorded.get("shell.execute_reply")
         if start and end:
             seconds = (datetime.fromisoformat(end.replace("Z", "+00:00"))
                        - datetime.fromisoformat(start.replace("Z", "+00:00"))).total_seconds()
-            timings.append((seconds, i, execute.nbgrader_meta(cell).get("grade_id") or cell.get("id")))
+            timings.append((seconds, i, notebooks.nbgrader_meta(cell).get("grade_id") or cell.get("id")))
     return sorted(timings, reverse=True)
 
 
@@ -329,7 +331,7 @@ def cell_timings(nb_path):
 @pytest.mark.parametrize("stage", sorted(paths.STAGES))
 def test_solved_notebook_passes_its_self_checks_and_validate(stage, page, jupyter_lab, artifacts):
     name = paths.STAGES[stage]
-    release = execute.read(paths.RELEASE / name)
+    release = notebooks.read(paths.RELEASE / name)
     solutions = solution_cells(stage)
     assert solutions, f"{name} has no solution cells"
 
@@ -357,7 +359,7 @@ def test_solved_notebook_passes_its_self_checks_and_validate(stage, page, jupyte
     assert "validation-success" in classes and "Success! Your notebook passes all the tests." in text, text
 
     # Validate saved the notebook first: what the editor received is exactly the solution.
-    saved = execute.read(jupyter_lab.root / "solved" / name)
+    saved = notebooks.read(jupyter_lab.root / "solved" / name)
     for index, code in solutions.items():
         assert saved.cells[index].source == code, f"{name}, cell {index}: the editor changed the typed solution"
     timings = cell_timings(jupyter_lab.root / "solved" / name)
@@ -369,7 +371,7 @@ def test_solved_notebook_passes_its_self_checks_and_validate(stage, page, jupyte
 @pytest.mark.parametrize("stage", sorted(paths.STAGES))
 def test_untouched_notebook_shows_what_to_fill_in_and_fails_validate(stage, page, jupyter_lab, artifacts):
     name = paths.STAGES[stage]
-    release = execute.read(paths.RELEASE / name)
+    release = notebooks.read(paths.RELEASE / name)
     first_solution = min(solution_cells(stage))
 
     open_notebook(page, jupyter_lab, f"untouched/{name}", len(release.cells))

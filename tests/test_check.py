@@ -38,13 +38,13 @@ def test_untouched_starter_fails_with_a_clear_message(stage, tmp_path):
 
 
 def test_starter_reports_a_missing_graded_cell(tmp_path, monkeypatch):
-    from perfaudit import execute
+    from perfaudit import notebooks
 
-    source = execute.read(paths.SOURCE / paths.STAGES[2])
-    student = execute.read(paths.RELEASE / paths.STAGES[2])
-    student.cells = [c for c in student.cells if execute.nbgrader_meta(c).get("grade_id") != "two_traces"]
-    restored, missing = execute.restore_locked_cells(student, source)
+    source = notebooks.read(paths.SOURCE / paths.STAGES[2])
+    student = notebooks.read(paths.RELEASE / paths.STAGES[2])
+    student.cells = [c for c in student.cells if notebooks.nbgrader_meta(c).get("grade_id") != "two_traces"]
+    restored, missing = notebooks.restore_locked_cells(student, source)
     assert missing == ["two_traces"]
     assert "### BEGIN HIDDEN TESTS" in next(
-        c.source for c in restored.cells if execute.nbgrader_meta(c).get("grade_id") == "one_trace_per_new_shape"
+        c.source for c in restored.cells if notebooks.nbgrader_meta(c).get("grade_id") == "one_trace_per_new_shape"
     )

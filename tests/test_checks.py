@@ -92,6 +92,103 @@ def test_retrace_on_new_shape_needs_jit():
         checks.check_retrace_on_new_shape(counted, lambda: count[0])
 
 
+def test_the_trace_counter_must_follow_jits_cache_key_not_a_set_of_shapes():
+    count, seen = [0], set()
+
+    def counted(x):
+        count[0] += 1
+        return jnp.tanh(x @ x)
+
+    def shape_set(x):  # counts each new shape by hand, no jit: right for shapes, wrong for dtypes
+        seen.add(x.shape)
+        return jnp.tanh(x @ x)
+
+    checks.check_traces_follow_jit(jax.jit(counted), lambda: count[0])
+    with pytest.raises(AssertionError, match="bfloat16 .a new dtype.* should add 1 trace"):
+        checks.check_traces_follow_jit(shape_set, lambda: len(seen))
+
+
+def test_a_counter_that_imitates_the_cache_key_or_a_script_of_calls_is_caught():
+    keys, calls = set(), [0]
+
+    def cache_key_set(x):  # jit's key imitated by hand, float64 conversion included: only clear_caches tells
+        keys.add((x.shape, str(jnp.asarray(x).dtype)))
+        return jnp.tanh(x @ x)
+
+    def every_other_call(x):  # new, repeat, new, repeat...: the order the checks once used
+        calls[0] += 1
+        return jnp.tanh(x @ x)
+
+    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+        checks.check_traces_follow_jit(cache_key_set, lambda: len(keys))
+    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+        checks.check_retrace_on_new_shape(lambda x: (keys.add(x.shape), jnp.tanh(x @ x))[1], lambda: len(keys))
+    rng = np.random.default_rng(0)
+    caught = 0
+    for _ in range(5):
+        try:
+            checks.check_retrace_on_new_shape(every_other_call, lambda: (calls[0] + 1) // 2, rng)
+        except AssertionError:
+            caught += 1
+    assert caught == 5
+
+
+@pytest.mark.parametrize("seconds, message", [
+    (float("nan"), "positive, finite"), (float("inf"), "positive, finite"), (-0.01, "positive, finite"),
+    (50, "float number of seconds"), (50_000_000, "float number of seconds"), (80.0, "longer than"),
+])
+def test_seconds_must_be_finite_floats_within_the_callers_clock(seconds, message):
+    checks.check_seconds(0.05, "t", outer_s=0.06)
+    with pytest.raises(AssertionError, match=message):
+        checks.check_seconds(seconds, "t", outer_s=0.06)
+
+
+def test_time_call_in_milliseconds_or_a_constant_fails():
+    def milliseconds(fn, x):
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return (time.perf_counter() - start) * 1e3
+
+    with pytest.raises(AssertionError, match="longer than"):
+        checks.check_time_call(milliseconds)
+    with pytest.raises(AssertionError):
+        checks.check_time_call(lambda fn, x: 0.06)
+
+
+def test_first_call_is_measured_on_a_fresh_jit_under_the_callers_clock():
+    def synchronized(fn, x):
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return time.perf_counter() - start
+
+    checks.check_first_call_measured(synchronized, workload)
+    rng = np.random.default_rng(0)
+    with pytest.raises(AssertionError):  # numbers within plausible bounds, but not measured
+        checks.check_first_call_measured(lambda fn, x: float(rng.uniform(1e-6, 1e-4)), workload)
+
+
+def test_a_jaxpr_with_other_operations_fails_and_the_real_one_passes():
+    checks.check_jaxpr_text(str(jax.make_jaxpr(jax.jit(workload))(jnp.eye(16))))
+    checks.check_jaxpr_text(str(jax.make_jaxpr(lambda x: jnp.tanh(jnp.dot(x, x)))(jnp.eye(16))))
+    with pytest.raises(AssertionError, match="should compute dot_general"):
+        checks.check_jaxpr_text(str(jax.make_jaxpr(lambda x: jnp.sin(x @ x))(jnp.eye(16))))
+    with pytest.raises(AssertionError, match="should compute dot_general"):
+        checks.check_jaxpr_text("dot_general tanh lambda f32[16,16]")  # the words, not a program
+
+
+def test_expected_cost_is_the_closed_form():
+    checks.check_expected_cost(lambda n: {"flops": 2 * n**3, "transcendentals": n**2}, n=37)
+    with pytest.raises(AssertionError, match="flops"):
+        checks.check_expected_cost(lambda n: {"flops": 2 * n**3 - n**2, "transcendentals": n**2}, n=37)
+
+
+def test_a_report_written_from_constants_does_not_carry_the_evidence(tmp_path):
+    evidence = checks.made_up_evidence()
+    _write(tmp_path, _report(), jaxpr=evidence["jaxpr_text"])
+    with pytest.raises(AssertionError, match="timings.first_call_s"):
+        checks.check_report_carries(tmp_path, evidence)
+
+
 def _report():
     steady = [3e-5, 1e-5, 2e-5, 5e-5, 4e-5]
     return {
@@ -109,7 +206,8 @@ def _report():
     }
 
 
-def _write(tmp_path, report, jaxpr="{ lambda ; a. let b = dot_general a a; c = tanh b in (c,) }"):
+def _write(tmp_path, report, jaxpr=None):
+    jaxpr = checks.reference_jaxpr() if jaxpr is None else jaxpr
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "workload.jaxpr.txt").write_text(jaxpr)
     return tmp_path
@@ -134,8 +232,8 @@ def test_evidence_dir_fails_for_an_inconsistent_report(tmp_path, change, message
 
 
 def test_evidence_dir_needs_the_jaxpr_file_and_its_ops(tmp_path):
-    with pytest.raises(AssertionError, match="tanh missing"):
-        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general only"))
+    with pytest.raises(AssertionError, match="this one computes no equations"):
+        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general tanh"))
     (tmp_path / "workload.jaxpr.txt").unlink()
     with pytest.raises(AssertionError, match="should exist beside report.json"):
         checks.check_report_agrees(_report(), tmp_path)
@@ -144,3 +242,120 @@ def test_evidence_dir_needs_the_jaxpr_file_and_its_ops(tmp_path):
 def test_missing_report_says_so(tmp_path):
     with pytest.raises(AssertionError, match="does not exist"):
         checks.read_report(tmp_path)
+
+
+def _notebook_cell(stage, grade_id):
+    from perfaudit import notebooks, paths
+
+    nb = notebooks.read(paths.SOURCE / paths.STAGES[stage])
+    return next(c.source for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == grade_id)
+
+
+def test_trace_count_answers_are_what_the_notebooks_sequence_does_and_what_its_solution_predicts():
+    import ast
+
+    answers = checks.trace_count_answers()
+    assert list(answers) == [*checks.TRACE_CASES_INPUTS, *checks.TRACE_CASES_ARGUMENTS]
+    assert set(checks.TRACE_HINTS) == set(answers)
+    namespace = {"jax": jax, "jnp": jnp, "np": np}
+    exec(_notebook_cell(2, "trace_sequence"), namespace)  # the notebook's make_sequence, as students read it
+    assert checks.count_new_traces(*namespace["make_sequence"]()) == answers
+    solution = _notebook_cell(2, "predicted_traces")
+    predicted = ast.literal_eval(solution[solution.index("= {") + 2:solution.rindex("}") + 1])
+    assert predicted == answers
+    # What the key concepts teach, as JAX does it here: weak types, static values and pytree structure retrace;
+    # a float64 NumPy array (x64 off) and a new jax.jit of the same function do not.
+    assert answers["scale_jit(a, two)"] == answers["repeat_jit(a, 3)"] == answers["total_jit([a, a])"] == 1
+    assert answers["f(a64)"] == answers["jax.jit(square)(a)"] == 0
+
+
+def test_trace_predictions_name_each_wrong_call_with_a_hint():
+    answers = checks.trace_count_answers()
+    checks.check_trace_predictions(dict(answers), answers, checks.TRACE_CASES_INPUTS)
+    checks.check_trace_predictions({**answers, "f(a64)": 1}, answers, checks.TRACE_CASES_ARGUMENTS)  # not this part
+    with pytest.raises(AssertionError, match=r"(?s)1 of these 6 .*f\(a64\): you predicted 1, JAX traced 0 .*float32"):
+        checks.check_trace_predictions({**answers, "f(a64)": 1}, answers, checks.TRACE_CASES_INPUTS)
+    with pytest.raises(AssertionError, match="no entry for 'total_jit"):
+        checks.check_trace_predictions({k: v for k, v in answers.items() if "total" not in k}, answers,
+                                       checks.TRACE_CASES_ARGUMENTS)
+    for not_a_count in (True, 1.0, "1"):
+        with pytest.raises(AssertionError, match="should be an int"):
+            checks.check_trace_predictions({**answers, "f(b)": not_a_count}, answers, checks.TRACE_CASES_INPUTS)
+    with pytest.raises(AssertionError, match="should be a dict"):
+        checks.check_trace_predictions(list(answers.items()), answers, checks.TRACE_CASES_INPUTS)
+
+
+def bfloat16_pass(x):
+    """What one bfloat16 pass computes (a TPU's default): the inputs rounded to bfloat16, products summed in float32.
+    The CPU backend ignores a bfloat16 precision setting and computes in float32, so this makes the error real."""
+    xb = x.astype(jnp.bfloat16)
+    return jnp.tanh(jnp.matmul(xb, xb, preferred_element_type=jnp.float32))
+
+
+def test_output_checks_hold_under_bfloat16_matmul_precision():
+    rngs = [np.random.default_rng(seed) for seed in range(8)]  # sizes 5..47 drawn by each
+    with jax.default_matmul_precision("bfloat16"):
+        assert checks.output_tolerance()[0] == checks.MATMUL_TOLERANCE["bfloat16"]
+        for fn in (workload, bfloat16_pass):
+            checks.check_identity_output(jax.jit(fn))
+            for rng in rngs:
+                checks.check_random_output(jax.jit(fn), rng=rng)
+        with pytest.raises(AssertionError, match="tanh\\(A @ A\\)"):
+            checks.check_random_output(hardcoded_identity)
+    # Under the float32 products the CPU computes by default, the same bfloat16 error is a wrong answer.
+    assert checks.output_tolerance() == (1e-4, "float32 matrix products: jax_default_matmul_precision=None on the "
+                                         "cpu backend")
+    with pytest.raises(AssertionError, match="tolerance 0.0001 for float32 matrix products"):
+        checks.check_random_output(jax.jit(bfloat16_pass), rng=np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("setting, backend, precision", [
+    (None, "cpu", "float32"), (None, "gpu", "tensorfloat32"), (None, "tpu", "bfloat16"), ("default", "tpu", "bfloat16"),
+    ("highest", "tpu", "float32"), ("float32", "gpu", "float32"), ("high", "tpu", "tensorfloat32"),
+    ("tensorfloat32", "gpu", "tensorfloat32"), ("bfloat16", "cpu", "bfloat16"), ("BF16_BF16_F32", "gpu", "bfloat16"),
+    ("BF16_BF16_F32_X3", "tpu", "tensorfloat32"), ("BF16_BF16_F32_X6", "tpu", "float32"),
+    ("TF32_TF32_F32_X3", "gpu", "float32"), ("F32_F32_F32", "gpu", "float32"), ("ANY_F8_ANY_F8_F32", "gpu", "bfloat16"), (None, "metal", "bfloat16"),
+])
+def test_the_tolerance_follows_the_matmul_precision_in_effect(setting, backend, precision):
+    assert checks.matmul_precision_class(setting, backend) == precision
+    tolerances = [checks.MATMUL_TOLERANCE[p] for p in ("float32", "tensorfloat32", "bfloat16")]
+    assert tolerances == sorted(tolerances), "a coarser precision never gets a tighter tolerance"
+
+
+def test_a_report_with_the_reproducibility_fields_follows_the_schema_and_an_old_one_still_does(tmp_path):
+    from perfaudit import environment, report
+
+    assert report.load_schema()["properties"]["schema_version"]["const"] == report.SCHEMA_VERSION
+    old = _report()
+    checks.check_evidence_dir(_write(tmp_path, old))  # version 1: no schema_version, no reproducibility fields
+    new = {**old, "schema_version": report.SCHEMA_VERSION,
+           "environment": {**old["environment"], **environment.reproducibility()}}
+    checks.check_evidence_dir(_write(tmp_path, new))
+    with jax.default_matmul_precision("bfloat16"):
+        assert environment.reproducibility()["matmul_precision"] == "bfloat16"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("timestamp_utc", "2026-01-31 14:05:09", "does not match"),
+    ("timestamp_utc", "2026-01-31T14:05:09+01:00", "does not match"),
+    ("load_average", [0.5, 0.7], "too short"),
+    ("load_average", [-1, 0, 0], "less than the minimum"),
+    ("clock_resolution_s", 0, "less than or equal to the minimum"),
+    ("environment_variables", {"JAX_PLATFORMS": 1}, "is not of type 'string'"),
+])
+def test_reproducibility_fields_are_validated_when_present(tmp_path, field, value, message):
+    report = _report()
+    report["environment"][field] = value
+    with pytest.raises(AssertionError, match=message):
+        checks.check_evidence_dir(_write(tmp_path, report))
+
+
+def test_a_clock_started_after_the_call_is_caught():
+    def after_the_call(fn, x):
+        out = fn(x)
+        start = time.perf_counter()
+        out.block_until_ready()
+        return time.perf_counter() - start
+
+    with pytest.raises(AssertionError, match="Start the clock before the call"):
+        checks.check_time_call(after_the_call)

@@ -14,23 +14,26 @@ import re
 import pytest
 from conftest import hidden_test_lines, make_course
 
-from perfaudit import ASSIGNMENT, course, samples
-from perfaudit.grade.feedback import HIDDEN_NOTE
+from perfaudit import ASSIGNMENT, course
+from perfaudit.fixtures import samples
+from perfaudit.autograde.feedback import HIDDEN_NOTE
 from perfaudit.grade.run import Options, State, run
+
+pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}
 
 # The score each fixture submission must get, per notebook (a notebook it does not hold scores 0).
 EXPECTED = {
-    "correct": {NB1: 5, NB2: 4, NB3: 4, NB4: 5},
+    "correct": {NB1: 5, NB2: 6, NB3: 4, NB4: 5},
     "kernel-dies-in-02-after-3-points": {**NONE, NB1: 5, NB2: 3},  # plain nbgrader: 0 for the whole student
-    "hangs-in-01-ignoring-interrupts": {**NONE, NB1: 4, NB2: 4},  # loses correct_summary only
-    "out-of-memory-in-01": {**NONE, NB1: 4, NB2: 4},  # its summarize cell fails under the limit
-    "malformed-json-in-03": {**NONE, NB2: 4},  # notebook 2 graded all the same
-    "deleted-test-cell-in-02": {**NONE, NB2: 3},  # the deleted test's point is lost
+    "hangs-in-01-ignoring-interrupts": {**NONE, NB1: 4, NB2: 6},  # loses correct_summary only
+    "out-of-memory-in-01": {**NONE, NB1: 4, NB2: 6},  # its summarize cell fails under the limit
+    "malformed-json-in-03": {**NONE, NB2: 6},  # notebook 2 graded all the same
+    "deleted-test-cell-in-02": {**NONE, NB2: 5},  # the deleted test's point is lost
     "duplicated-test-cell-in-01": {**NONE, NB1: 5},
-    "split-solution-cell-in-02": {**NONE, NB2: 4},
+    "split-solution-cell-in-02": {**NONE, NB2: 6},
     "misnamed-02": NONE,
     "empty-submission": NONE,
 }

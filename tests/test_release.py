@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from perfaudit import ASSIGNMENT, course, execute, paths
+from perfaudit import ASSIGNMENT, course, notebooks, paths
 
 NOTEBOOKS = sorted(paths.STAGES.values())
 
@@ -36,7 +36,7 @@ def test_source_notebooks_carry_no_outputs(name):
 def test_release_holds_no_solution_or_hidden_test_line(name):
     released = "\n".join("".join(c["source"]) for c in _cells(paths.RELEASE / name))
     secret = re.compile(r"### BEGIN (?:SOLUTION|HIDDEN TESTS)\n(.*?)### END", re.S)
-    source = "\n".join(c.source for c in execute.read(paths.SOURCE / name).cells)
+    source = "\n".join(c.source for c in notebooks.read(paths.SOURCE / name).cells)
     shown = {line.strip() for line in secret.sub("", source).splitlines()}  # lines the release may repeat
     secret_lines = {line.strip() for block in secret.findall(source) for line in block.splitlines()}
     secret_lines = {line for line in secret_lines - shown if len(line) > 12}
@@ -47,8 +47,8 @@ def test_release_holds_no_solution_or_hidden_test_line(name):
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_every_graded_cell_says_what_it_checks_and_hides_a_test(name):
-    for cell in execute.read(paths.SOURCE / name).cells:
-        meta = execute.nbgrader_meta(cell)
+    for cell in notebooks.read(paths.SOURCE / name).cells:
+        meta = notebooks.nbgrader_meta(cell)
         if meta.get("grade"):
             assert cell.source.startswith("# Check: "), meta["grade_id"]
             assert "### BEGIN HIDDEN TESTS" in cell.source, meta["grade_id"]

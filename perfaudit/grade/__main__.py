@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from perfaudit.grade.run import Options, run
-from perfaudit.sandbox import SandboxUnavailable
+from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.autograde.sandbox import SandboxUnavailable
 
 
 def parse(argv):
@@ -23,18 +24,25 @@ def parse(argv):
     parser.add_argument("--db", dest="db_url", help="gradebook URL, e.g. postgresql://user@host/db (default: config)")
     parser.add_argument("--cell-timeout", type=int, help="seconds per cell (default: Execute.timeout)")
     parser.add_argument("--notebook-timeout", type=int, help="seconds per notebook (default: config)")
-    parser.add_argument("--memory-mb", type=int, default=4096, help="memory limit of each kernel (default 4096)")
+    parser.add_argument("--memory-mb", type=int, help="memory of one submission's processes together (default: "
+                        "nbgrader_config.py's SandboxLimits.memory_mb)")
     parser.add_argument("--no-feedback", dest="feedback", action="store_false", help="skip generate_feedback")
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    parser.add_argument("--skip-canary", dest="canary", action="store_false",
+                        help="do not grade the instructor's solutions and the release first (the summary says so)")
     return Options(**vars(parser.parse_args(argv)))
 
 
 def main(argv=None):
     try:
-        run(parse(argv))
-    except SandboxUnavailable as refusal:
+        batch = run(parse(argv))
+    except (SandboxUnavailable, GradingEnvironmentError) as refusal:
         print(refusal, file=sys.stderr)
         return 2
+    if batch.environment:
+        print(f"{len(batch.environment)} student(s) not graded: the grading environment failed (see above). Fix "
+              "it and run again: they will be graded then.", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -9,6 +9,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perfaudit.autograde import submission
+
 
 @dataclass
 class Diagnosis:
@@ -61,6 +63,11 @@ def diagnose(folder, expected):
     folder = Path(folder)
     found = {p.stem: p for p in folder.glob("*.ipynb")} if folder.is_dir() else {}
     result = Diagnosis()
+    unsafe = submission.problems(folder) if folder.is_dir() else []
+    if unsafe:  # nothing in it is read: a link could point anywhere, a FIFO would hang the reader
+        for name in expected:
+            result.add(name, f"not graded: {submission.describe(unsafe)}")
+        return result
     if not found:
         for name in expected:
             result.add(name, f"empty submission: no notebook in submitted/{folder.parent.name}/{folder.name}")

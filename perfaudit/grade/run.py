@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import sys
 import tempfile
 import time
@@ -23,8 +24,10 @@ from pathlib import Path
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
-from perfaudit import ASSIGNMENT, course, sandbox
-from perfaudit.grade import diagnose, gradebook, intake, summary, worker
+from perfaudit import ASSIGNMENT, course
+from perfaudit.autograde import canary, sandbox, submission
+from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.grade import diagnose, gradebook, intake, summary, versions, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 STALE_CLAIM_S = 3 * 3600
@@ -38,10 +41,11 @@ class Options:
     regrade: bool = False
     db_url: str | None = None  # default: nbgrader_config.py's, else sqlite gradebook.db in the course
     cell_timeout: int | None = None  # default: nbgrader_config.py's Execute.timeout
-    notebook_timeout: int | None = None  # default: nbgrader_config.py's GuardedExecute.notebook_timeout
-    memory_mb: int = 4096  # address-space limit of each worker and the kernels it starts
+    notebook_timeout: int | None = None  # default: nbgrader_config.py's TrustedExecute.notebook_timeout
+    memory_mb: int | None = None  # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
     feedback: bool = True
     progress: bool = True
+    canary: bool = True  # grade the instructor's solutions and the release first; a broken environment stops here
 
 
 @dataclass
@@ -50,7 +54,11 @@ class Batch:
     skipped: list = field(default_factory=list)  # graded before, unchanged
     claimed_elsewhere: list = field(default_factory=list)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
-    sandbox: str = ""  # how student code ran: perfaudit.sandbox.status()
+    sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
+    canary: str = ""  # what the canary found before grading, or that it was skipped
+    environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
+    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
+    drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
 
 
 class Progress:
@@ -78,9 +86,18 @@ class Progress:
 
 
 def fingerprint(folder):
+    """A digest of the submitted files; entries that are not regular files count by name and kind, never read."""
     digest = hashlib.sha256()
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for root, dirs, files in sorted(os.walk(folder)):  # os.walk never follows a linked folder
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            info = path.lstat()
+            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + str(info.st_mode).encode())
+            if stat.S_ISREG(info.st_mode) and info.st_size <= submission.MAX_FILE_BYTES:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as handle:
+                    digest.update(handle.read())
+            digest.update(b"\0")
     return digest.hexdigest()
 
 
@@ -146,7 +163,9 @@ def run(options, out=sys.stdout):
     if options.cell_timeout:
         settings["Execute.timeout"] = options.cell_timeout
     if options.notebook_timeout:
-        settings["GuardedExecute.notebook_timeout"] = options.notebook_timeout
+        settings["TrustedExecute.notebook_timeout"] = options.notebook_timeout
+    if options.memory_mb:
+        settings["SandboxLimits.memory_mb"] = options.memory_mb
 
     with gradebook.opened(url, course_id) as course_gb:
         try:
@@ -161,8 +180,11 @@ def run(options, out=sys.stdout):
         print(report.report(), file=out)
 
     state = State(autograded)
-    batch = Batch(sandbox=sandbox.status(sandbox.Limits(memory_mb=options.memory_mb or sandbox.Limits.memory_mb)))
+    batch = Batch(sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
     print(f"Student code: {batch.sandbox}", file=out)
+    _check_versions(batch, out)
+    batch.canary = _canary(options, course_dir, settings, expected, out)
+    settings["TrustedExecute.canary"] = False  # checked once, here, for every worker
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -194,9 +216,39 @@ def run(options, out=sys.stdout):
     started = time.monotonic()
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
+    _record_versions(url, autograded, batch)
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
     return batch
+
+
+def _canary(options, course_dir, settings, expected, out):
+    """The instructor's solutions full marks, the release none, through the pipeline: or stop before grading."""
+    if not options.canary or os.environ.get(canary.SKIP) == "1":
+        line = "SKIPPED (asked for): the environment was not checked before grading"
+    else:
+        config = worker.course_config(course_dir, {**settings, "CourseDirectory.assignment_id": ASSIGNMENT})
+        started = time.monotonic()
+        for notebook in sorted(expected):
+            canary.check_notebook(notebook, config)  # GradingEnvironmentError: nobody is graded
+        line = (f"passed: the instructor's solutions score full marks and the release none, through this pipeline "
+                f"({time.monotonic() - started:.0f} s)")
+    print(f"Environment check: {line}", file=out)
+    return line
+
+
+def _check_versions(batch, out):
+    """What this run grades with and how it differs from the pins: printed before anyone is graded."""
+    batch.versions, batch.drift = versions.check()
+    for line in versions.summary_lines(batch.versions, batch.drift):
+        print(line, file=out)
+
+
+def _record_versions(url, autograded, batch):
+    """Beside the gradebook, the versions of every run that graded someone (a run that only skipped adds nothing)."""
+    if batch.graded:
+        path = versions.record_path(url, autograded, STATE_DIR)
+        versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
 def _pool(options, state):
@@ -204,7 +256,7 @@ def _pool(options, state):
         max_workers=max(1, options.workers),
         mp_context=get_context("spawn"),
         initializer=worker.start,
-        initargs=(options.memory_mb, str(state.dir / "workers.log")),
+        initargs=(str(state.dir / "workers.log"),),
     )
 
 
@@ -242,6 +294,13 @@ def _grade(options, course_dir, url, course_id, settings, todo, state, autograde
                             zero(student, f"grading failed: {type(error).__name__}: {error}")
                             continue
                         scratch = result["scratch"]
+                        if result["environment"]:  # nothing of this student is recorded: the next run grades them
+                            Path(scratch).unlink(missing_ok=True)
+                            jobs.pop(student)
+                            batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
+                            state.release(student)
+                            progress.step(0)
+                            continue
                         gradebook.merge_submission(gradebook.sqlite_url(scratch), course_gb, ASSIGNMENT, student)
                         Path(scratch).unlink(missing_ok=True)
                         notebooks = len(jobs.pop(student)[2])

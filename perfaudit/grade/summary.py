@@ -4,9 +4,8 @@ from pathlib import Path
 
 import nbformat
 
-from perfaudit.confirm import NOT_CONFIRMED
-from perfaudit.grade import gradebook
-from perfaudit.grade.execute import NOT_RUN
+from perfaudit.autograde.execute import NOT_RUN
+from perfaudit.grade import gradebook, versions
 
 
 def _kernel_events_and_first_failure(notebook_path):
@@ -22,8 +21,6 @@ def _kernel_events_and_first_failure(notebook_path):
                 continue
             if output.get("ename") == NOT_RUN and not output["evalue"].startswith("not run"):
                 events.append(f"{output['evalue']} (cell '{meta.get('grade_id', '?')}')")
-            if output.get("ename") == NOT_CONFIRMED:
-                events.append(f"'{meta.get('grade_id', '?')}' {output['evalue']}")
             if output.get("ename") == "MemoryError":
                 events.append(f"ran out of memory in cell '{meta.get('grade_id', '?')}' (MemoryError)")
             if meta.get("grade") and first_failure is None:
@@ -44,12 +41,25 @@ def reasons_for(student, notebook, score, state, autograded, assignment):
     return reasons
 
 
+def print_versions(batch, out):
+    """The summary's first lines: what the run graded with, a WARNING for each version that is not the pinned one."""
+    if batch.versions:
+        for line in versions.summary_lines(batch.versions, batch.drift):
+            print(line, file=out)
+
+
 def print_summary(url, course_id, assignment, state, autograded, batch, out):
     with gradebook.opened(url, course_id) as course_gb:
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)
+    print_versions(batch, out)
     if batch.sandbox:
         print(f"Student code: {batch.sandbox}", file=out)
+    if batch.canary:
+        print(f"Environment check: {batch.canary}", file=out)
+    for student, whys in sorted(batch.environment.items()):
+        for why in whys:
+            print(f"NOT GRADED (the grading environment's fault, not the student's): {student} {why}", file=out)
     if batch.claimed_elsewhere:
         print(f"Being graded by another process now: {', '.join(batch.claimed_elsewhere)}", file=out)
     if not scores:

@@ -1,13 +1,11 @@
 """What runs in a worker process: nbgrader's own autograde and generate_feedback, one student at a time.
 
 Everything nbgrader_config.py sets (preprocessor lists, Execute's settings, a kernel manager) applies here
-exactly as it does to plain `nbgrader autograde`. The memory limit is an rlimit set on this process, so every
-kernel it starts inherits it, whichever kernel manager starts the kernel.
+exactly as it does to plain `nbgrader autograde`, the sandbox's limits (SandboxLimits) included.
 """
 
 import logging
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -20,17 +18,14 @@ from traitlets.config.loader import PyFileConfigLoader
 from perfaudit.grade import gradebook
 
 
-def start(memory_mb, log_path):
-    """Worker initializer: the memory limit, the venv first on PATH (nbgrader calls `alembic`), and a log.
+def start(log_path):
+    """Worker initializer: the venv first on PATH (nbgrader calls `alembic`), and a log.
 
     Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar.
     """
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    if memory_mb:
-        limit = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     logging.getLogger("traitlets").setLevel(logging.WARNING)
 
@@ -55,6 +50,7 @@ def _failure(result):
 # Kernels that parallel workers start at the same moment can be handed the same free TCP port (jupyter_client
 # picks ports before the kernel binds them); such a kernel dies with "Address already in use" before it runs a
 # line of the student's code. That is the grader's accident, not the student's: convert once more.
+ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.canary: the environment, not the submission
 KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
 
 
@@ -76,7 +72,7 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
     started = time.monotonic()
     scratch = Path(scratch_dir) / f"{student}.db"
     gradebook.copy_template(template, scratch)
-    failures = {}
+    failures, environment = {}, {}  # environment: not graded, the grading environment's fault, not the student's
     for notebook in notebooks:
         config = course_config(
             course_dir,
@@ -89,9 +85,12 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
             },
         )
         result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
-        if not result["success"]:
+        if not result["success"] and ENVIRONMENT in f"{result.get('log', '')}{result.get('error', '')}":
+            environment[notebook] = _failure(result).split(f"{ENVIRONMENT}: ", 1)[-1]
+        elif not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
-    return {"student": student, "scratch": str(scratch), "failures": failures, "seconds": time.monotonic() - started}
+    return {"student": student, "scratch": str(scratch), "failures": failures, "environment": environment,
+            "seconds": time.monotonic() - started}
 
 
 def feedback(course_dir, assignment, student, settings):

@@ -2,15 +2,13 @@
 
 An autograded notebook holds the instructor's test cells with their hidden part put back, and a failed
 test's traceback quotes the failing line. Feedback keeps each test cell's visible part, its score and the
-failure message (written for students), and drops the hidden region and every traceback line. A test that
-passed in the kernel but could not be confirmed (perfaudit/confirm.py) shows a neutral message, not the reason.
+failure message (written for students), and drops the hidden region and every traceback line. Test cells ran
+in the grader (perfaudit/autograde/verdicts.py), whose error outputs carry no traceback anyway.
 Configured in nbgrader_config.py, so plain `nbgrader generate_feedback` is safe too.
 """
 
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
-
-from perfaudit.confirm import NOT_CONFIRMED, STUDENT_MESSAGE
 
 HIDDEN_NOTE = "# (hidden tests ran here; their code is not shown)"
 
@@ -23,7 +21,5 @@ class HideHiddenTests(ClearHiddenTests):
             cell.source = cell.source.rstrip() + "\n" + HIDDEN_NOTE
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                if output.get("ename") == NOT_CONFIRMED:  # the reason names the grader's inputs: instructors only
-                    output.evalue = STUDENT_MESSAGE
                 output.traceback = [f"{output.ename}: {output.evalue}"]
         return cell, resources

@@ -7,12 +7,14 @@ Inside the sandbox a process has:
 - read access to the system only (/usr, /lib*, /bin, /sbin, /etc), the Python installation and virtual
   environment, and the perfaudit package folder; the repository root (gradebook.db, source/, submitted/,
   autograded/), other students' folders and the instructor's home are not there at all;
-- read-write access to its working folder (the student's autograded/<student>/<assignment>/) only;
-- rlimits on CPU seconds, address space, processes (threads count too) and the size of a written file.
+- read-write access only to a scratch folder and /tmp, both size-capped file systems in memory that vanish with
+  the sandbox: the grader never opens anything student code wrote. The scratch folder starts as a copy of the
+  grader's staged copy of the submission (regular files only);
+- rlimits on CPU seconds, address space, processes (threads count too) and the size of a written file, and a
+  memory limit on all its processes together (perfaudit/autograde/memory.py, applied by the kernel manager).
 
 As root, the student's process drops to an unprivileged uid of its own (one per grading process, no groups), so
-RLIMIT_NPROC counts only that sandbox's processes (root is exempt from it); the working folder belongs to that uid
-while the kernel runs (workdir_for) and goes back to its owner afterwards. As any other user, bubblewrap makes a
+RLIMIT_NPROC counts only that sandbox's processes (root is exempt from it). As any other user, bubblewrap makes a
 user namespace, in which RLIMIT_NPROC also counts only the sandbox's processes.
 
 Where bubblewrap is missing or does not work (no user namespaces, macOS), command() raises SandboxUnavailable,
@@ -20,16 +22,13 @@ unless PERFAUDIT_UNSANDBOXED=1: then student code runs with the grader's rights 
 status() says so, for the grading output and the summary.
 """
 
-import contextlib
 import functools
 import os
 import resource
 import shutil
-import stat
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass
 from pathlib import Path
 
 UNSANDBOXED = "PERFAUDIT_UNSANDBOXED"  # "1": grade without a sandbox, knowingly
@@ -50,50 +49,6 @@ def _unavailable_message(why):
         f"with your rights (it can read the gradebook and other students' work, and use the network), set "
         f"{UNSANDBOXED}=1."
     )
-
-
-def _hard_limit(which):
-    return resource.getrlimit(which)[1]
-
-
-def _capped(value, which, unit):
-    """value (in unit) lowered to this process's hard limit, so a sandbox never raises a hard limit."""
-    hard = _hard_limit(which)
-    return value if hard == resource.RLIM_INFINITY else min(value, hard // unit)
-
-
-@dataclass(frozen=True)
-class Limits:
-    cpu_s: int = 1800  # CPU seconds per process (all threads); a backstop: the notebook's own time limit is 600 s
-    memory_mb: int = 4096  # address space per process
-    processes: int = 512  # processes and threads of the sandbox user (JAX starts a thread pool per core)
-    file_mb: int = 256  # largest file a process may write, and the size of the private /tmp
-
-    def __post_init__(self):
-        for name, which, unit in (
-            ("cpu_s", resource.RLIMIT_CPU, 1),
-            ("memory_mb", resource.RLIMIT_AS, 2**20),
-            ("processes", resource.RLIMIT_NPROC, 1),
-            ("file_mb", resource.RLIMIT_FSIZE, 2**20),
-        ):
-            object.__setattr__(self, name, _capped(getattr(self, name), which, unit))
-
-    def prlimit(self, processes=True):
-        """The prlimit command prefix that applies these limits (soft = hard) to the command after it.
-
-        processes=False outside a sandbox: RLIMIT_NPROC would count every process of the grader's user.
-        """
-        return [
-            shutil.which("prlimit") or "prlimit",
-            f"--cpu={self.cpu_s}",
-            f"--as={self.memory_mb * 2**20}",
-            *([f"--nproc={self.processes}"] if processes else []),
-            f"--fsize={self.file_mb * 2**20}",
-            "--",
-        ]
-
-    def describe(self):
-        return f"{self.cpu_s} s CPU, {self.memory_mb} MB memory, {self.processes} processes, {self.file_mb} MB files"
 
 
 def _bwrap_path():
@@ -140,14 +95,16 @@ def require():
         raise SandboxUnavailable(_unavailable_message(why))
 
 
-def status(limits=None):
+def status(limits):
     """One line for grading output and the grade summary: how student code ran."""
-    limits = limits or Limits()
     ok, detail = available()
     if ok:
+        from perfaudit.autograde import memory
+
         return (
             f"sandbox: bubblewrap {detail} (no network; reads only the system, Python and perfaudit; writes only "
-            f"its working folder and a private /tmp; limits: {limits.describe()})"
+            f"a private scratch folder and /tmp in memory; limits: {limits.describe()}; memory counted by "
+            f"{memory.mechanism()})"
         )
     if unsandboxed_allowed():
         return f"UNSANDBOXED: {UNSANDBOXED}=1, student code ran with the grader's rights ({detail})"
@@ -165,7 +122,7 @@ def _readable_paths():
     Never sys.path: `python -m nbgrader` puts the course folder on it. perfaudit is installed editable (a finder
     in site-packages maps it to <repo>/perfaudit), so binding that folder alone keeps it importable.
     """
-    paths = {sys.base_prefix, sys.prefix, str(Path(__file__).resolve().parent)}
+    paths = {sys.base_prefix, sys.prefix, str(Path(__file__).resolve().parents[1])}  # the perfaudit package
     for scheme_path in ("purelib", "platlib", "stdlib", "platstdlib"):
         paths.add(sysconfig.get_paths()[scheme_path])
     existing = sorted({str(Path(p).resolve()) for p in paths if Path(p).exists()})
@@ -224,19 +181,36 @@ def base_env():
     }
 
 
-def command(argv, *, workdir, env=None, limits=None, writable=()):
-    """The argv that runs argv in the sandbox, in workdir (bound read-write), with env and nothing else from here.
+def prlimit(limits):
+    """The prlimit command prefix that applies the limits (soft = hard) to the command after it."""
+    names = {resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_AS: "--as", resource.RLIMIT_NPROC: "--nproc",
+             resource.RLIMIT_FSIZE: "--fsize"}
+    return [shutil.which("prlimit") or "prlimit", *(f"{names[r]}={value}" for r, value in limits.rlimits()), "--"]
 
-    writable: more folders bound read-write at the same path (a kernel's connection file and sockets).
-    Without a working sandbox: SandboxUnavailable, or with PERFAUDIT_UNSANDBOXED=1 argv under the limits only.
+
+# Inside the sandbox: where the kernel works, where the grader's staged copy of the submission is seen, and where
+# the kernel's connection file and sockets live. None of the grader's own paths is visible there.
+HOME = "/home/student"
+SCRATCH = HOME + "/work"
+SUBMISSION = HOME + "/submission"
+KERNEL_DIR = "/run/kernel"
+# Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
+_ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
+
+
+def command(argv, *, submission, private, limits, env=None):
+    """The argv that runs argv in the sandbox, with env and nothing else from here.
+
+    submission: the grader's staged copy of the student's regular files, seen read-only and copied into the
+    scratch folder (a size-capped memory file system) where argv starts. private: the folder of the kernel's
+    connection file and sockets, seen at KERNEL_DIR. Without a working sandbox: SandboxUnavailable, or with
+    PERFAUDIT_UNSANDBOXED=1 argv under the rlimits only (the kernel manager then runs it in a copy of submission).
     """
-    limits = limits or Limits()
     ok, why = available()
     if not ok:
         if not unsandboxed_allowed():
             raise SandboxUnavailable(_unavailable_message(why))
-        return [*limits.prlimit(processes=False), *argv] if shutil.which("prlimit") else list(argv)
-    workdir = str(Path(workdir).resolve())
+        return [*prlimit(limits), *argv] if shutil.which("prlimit") else list(argv)
     as_root = _as_root()
     args = [
         _bwrap_path(),
@@ -250,60 +224,22 @@ def command(argv, *, workdir, env=None, limits=None, writable=()):
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    # /tmp: writable by anyone (the sandbox uid too), held in memory, so its size is limited as well.
-    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", str(limits.file_mb * 2**20), "--tmpfs", "/tmp"]
+    size = str(limits.scratch_mb * 2**20)
+    # /tmp and the scratch folder: writable by anyone (the sandbox uid too), in memory, size-capped, gone after.
+    args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    args += ["--perms", "0755", "--dir", "/home", "--perms", "0755", "--dir", HOME,
+             "--perms", "1777", "--size", size, "--tmpfs", SCRATCH, "--perms", "0755", "--dir", "/run"]
     readable = _readable_paths()
-    rw = [workdir, *(str(Path(w).resolve()) for w in writable)]
-    args += _parents_world_searchable([*readable, *rw], made=set())
+    args += _parents_world_searchable(readable, made=set())
     for path in readable:
         args += ["--ro-bind", path, path]
-    for path in rw:
-        args += ["--bind", path, path]
-    args += ["--chdir", workdir, "--clearenv"]
+    args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
+    args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():
         args += ["--setenv", key, value]
-    args += ["--", *limits.prlimit()]
+    args += ["--", *prlimit(limits)]
     if as_root:
         uid = str(sandbox_uid())
         args += [shutil.which("setpriv") or "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups",
                  "--no-new-privs", "--"]
-    return [*args, *argv]
-
-
-def _tree(path):
-    yield path
-    for root, dirs, files in os.walk(path):  # does not follow symlinks
-        for name in dirs + files:
-            yield os.path.join(root, name)
-
-
-@contextlib.contextmanager
-def workdir_for(path):
-    """While in use, path and everything in it is the sandbox's to write; afterwards owners and modes are back.
-
-    As root the tree belongs to the sandbox uid meanwhile (files it makes go to the folder's owner afterwards).
-    Either way files are made owner-writable meanwhile: nbgrader leaves each graded notebook's folder read-only,
-    and the next notebook of the same student rewrites its evidence there. Symlinks are never followed.
-    """
-    if not available()[0]:
-        yield path
-        return
-    path = str(Path(path).resolve())
-    before = {p: os.lstat(p) for p in _tree(path)}
-    uid = sandbox_uid() if _as_root() else None
-    for p, st in before.items():
-        if uid is not None:
-            os.lchown(p, uid, uid)
-        if not stat.S_ISLNK(st.st_mode):
-            os.chmod(p, stat.S_IMODE(st.st_mode) | (0o700 if stat.S_ISDIR(st.st_mode) else 0o600))
-    try:
-        yield path
-    finally:
-        top = before[path]
-        for p in _tree(path):
-            st = before.get(p)
-            with contextlib.suppress(FileNotFoundError):
-                if uid is not None:
-                    os.lchown(p, (st or top).st_uid, (st or top).st_gid)
-                if st is not None and not stat.S_ISLNK(st.st_mode) and not os.path.islink(p):
-                    os.chmod(p, stat.S_IMODE(st.st_mode))
+    return [*args, "/bin/sh", "-c", _ENTER_SCRATCH, "sh", *argv]

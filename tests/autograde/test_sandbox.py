@@ -1,6 +1,6 @@
 """The grading sandbox, for real (bubblewrap, no mocks): what student code in an autograde kernel can and cannot do.
 
-A notebook of probes runs through GuardedExecute, which starts its kernel exactly as autograde does. Without a
+A notebook of probes runs through TrustedExecute, which starts its kernel exactly as autograde does. Without a
 sandbox, grading refuses with instructions; with PERFAUDIT_UNSANDBOXED=1 it grades and says it did so unsandboxed.
 """
 
@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from perfaudit import ASSIGNMENT, paths, sandbox
-from perfaudit.grade.execute import OUTPUT_DROPPED, GuardedExecute
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.autograde import sandbox
+from perfaudit.autograde.execute import OUTPUT_DROPPED, TrustedExecute
+from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade.run import Options, run
 
 needs_bubblewrap = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
@@ -41,9 +43,9 @@ def environment(**settings):
 
 
 def _run_cells(cells, workdir, **settings):
-    """Each cell's result: what it printed, or 'ename: evalue' for its error."""
+    """Each cell's result: what it printed, or 'ename: evalue' for its error. workdir: the submission's folder."""
     nb = new_notebook(cells=[new_code_cell(source) for source in cells])
-    nb, _ = GuardedExecute(timeout=60, **settings).preprocess(nb, {"metadata": {"path": str(workdir)}})
+    nb, _ = TrustedExecute(timeout=60, **settings).preprocess(nb, {"metadata": {"path": str(workdir)}})
     results = []
     for cell in nb.cells:
         errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
@@ -94,7 +96,7 @@ def probes(tmp_path_factory):
     home_file = _a_file_in_home()
     if home_file:
         secrets["home"] = str(home_file)
-    limits = sandbox.Limits()
+    limits = SandboxLimits()
     cells = {
         "tcp": f"import socket\ns = socket.socket(); s.settimeout(5)\ntry:\n    s.connect(('127.0.0.1', {port}))\n"
         "    print('connected')\nexcept OSError as e:\n    print(type(e).__name__)",
@@ -152,32 +154,44 @@ def test_forking_past_the_process_limit_fails(probes):
 
 
 @needs_bubblewrap
-def test_the_working_folder_is_writable_and_goes_back_to_its_owner(probes):
+def test_the_kernel_works_in_a_scratch_copy_that_the_grader_never_opens(probes):
     results, workdir, _ = probes
-    assert results["own_folder"].strip() == "the student's own file"
-    assert (workdir / "written.txt").read_text() == "mine"
-    owner = workdir.stat().st_uid
-    assert {p.stat().st_uid for p in workdir.rglob("*")} == {owner}
+    assert results["own_folder"].strip() == "the student's own file"  # the submission's files are there
+    assert not (workdir / "written.txt").exists()  # what it wrote vanished with the sandbox
+    assert sorted(p.name for p in workdir.iterdir()) == ["given.txt"]
     if os.geteuid() == 0:  # root's kernel runs as an unprivileged uid of its own
         assert int(results["uid"]) == sandbox.sandbox_uid()
 
 
 @needs_bubblewrap
-def test_after_a_kernel_death_the_folder_goes_back_with_its_modes(tmp_path):
-    """nbgrader leaves a graded notebook's folder read-only; the next notebook may rewrite its evidence there."""
-    (tmp_path / "evidence.json").write_text("{}")
-    (tmp_path / "evidence.json").chmod(0o444)
-    results = _run_cells(["open('evidence.json', 'w').write('[]')", "import os\nos._exit(3)"], tmp_path)
-    assert results[0] == "" and (tmp_path / "evidence.json").read_text() == "[]"
-    assert (tmp_path / "evidence.json").stat().st_mode & 0o777 == 0o444
-    assert {p.stat().st_uid for p in [tmp_path, *tmp_path.rglob("*")]} == {os.geteuid()}
+def test_links_and_fifos_left_by_the_kernel_stay_in_the_scratch(tmp_path):
+    (tmp_path / "given.txt").write_text("x")
+    results = _run_cells(["import os\nos.symlink('/etc/passwd', 'link')\nos.mkfifo('pipe')\nprint(sorted(os.listdir()))",
+                          "import os\nprint(os.getcwd())"], tmp_path)
+    assert results[0] == "['given.txt', 'link', 'pipe']\n"
+    assert results[1] == f"{sandbox.SCRATCH}\n"  # no path of the grader's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["given.txt"]
 
 
 @needs_bubblewrap
-def test_nothing_of_the_course_is_bound_but_the_perfaudit_package():
-    argv = sandbox.command(["true"], workdir=paths.ROOT / "autograded")
-    mounts = {argv[i + 1] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}
+def test_raw_writes_to_stdout_and_stderr_never_reach_the_graders_terminal(tmp_path, capfd):
+    execute = TrustedExecute(timeout=60)
+    nb = new_notebook(cells=[new_code_cell("import os\nos.write(1, b'RAW-OUT \\x1b]0;title\\x07')\n"
+                                           "os.write(2, b'RAW-ERR' * 100000)")])
+    execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    captured = capfd.readouterr()
+    assert "RAW-" not in captured.out + captured.err
+    kept = execute._km.raw_output
+    assert len(kept.kept) <= SandboxLimits().raw_output_bytes and kept.dropped > 0
+    assert "RAW-OUT \\x1b]0;title\\x07" in kept.text()  # escaped: no terminal control reaches a person
+
+
+@needs_bubblewrap
+def test_nothing_of_the_course_is_bound_but_the_perfaudit_package(tmp_path):
+    argv = sandbox.command(["true"], submission=tmp_path, private=tmp_path, limits=SandboxLimits())
+    mounts = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}
     assert str(paths.ROOT) not in mounts and str(paths.ROOT / "perfaudit") in mounts
+    assert mounts[str(tmp_path)] in (sandbox.SUBMISSION, sandbox.KERNEL_DIR)  # seen under the sandbox's names only
 
 
 @needs_bubblewrap

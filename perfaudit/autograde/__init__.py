@@ -1,0 +1,16 @@
+"""nbgrader plug-ins for grading student code that the grader does not trust (named in nbgrader_config.py).
+
+Plain `nbgrader autograde` and `python -m perfaudit.grade` use these same modules:
+
+submission.py  a submitted folder may hold regular files only; the grader reads it here and nowhere else
+execute.py     TrustedExecute: student cells run once in a sandboxed kernel, test cells run in the grader
+kernel.py      the kernel manager: bubblewrap, a scratch folder in memory, raw output captured, memory limit
+sandbox.py     the bubblewrap command line and its refusal without a sandbox
+limits.py      SandboxLimits: the one Configurable for a submission's limits
+memory.py      all of a submission's processes within one memory limit (a cgroup, or a watchdog)
+channel.py     the grader's side of the channel to the kernel: plain data, checked on arrival
+agent.py       the kernel's side: answers the grader's questions about the student's objects
+verdicts.py    a test cell run in the grader, its outputs made by the grader
+dedupe.py      nbgrader's DeduplicateIds, without failing a notebook that has a duplicated cell
+feedback.py    generate_feedback without hidden-test source or tracebacks
+"""

@@ -1,0 +1,213 @@
+"""The kernel's side of the channel: answers the grader's questions about the student's objects with plain data.
+
+Imported inside the student's kernel by each request (perfaudit/autograde/channel.py). It runs in the student's
+process, so nothing here is trusted: student code may replace any of it, and then its own answers are wrong.
+The grader never takes an answer as a verdict; it checks every answer against inputs it chose and values it
+computed (perfaudit/checks.py), so a forged answer can at most be as right as a real one.
+
+Requests (base64 JSON): lookup a name, call a reference, read an attribute, run a check helper marked
+`@in_student_process`. Replies: {"ok": true, "value": ..., "dirs": [...]}, or {"ok": false, "error": ...}.
+Values are tagged JSON: lists, dicts, arrays (dtype, shape, bytes), directories (their regular files), and
+references to anything else (functions, objects), kept here by number.
+"""
+
+import base64
+import importlib
+import json
+import os
+import pathlib
+import tempfile
+
+MAX_DEPTH = 32
+MAX_FILES = 1024
+MAX_FILE_BYTES = 16 * 2**20
+_refs = {}  # number -> object the grader holds a reference to
+
+
+def _b64(data):
+    return base64.b64encode(data).decode("ascii")
+
+
+def _ref(value):
+    number = len(_refs) + 1
+    _refs[number] = value
+    return {"$": "ref", "id": number, "callable": callable(value), "type": type(value).__name__[:100]}
+
+
+def snapshot(path):
+    """A directory's regular files (or one file) as {relative path: base64 bytes}; links and specials skipped.
+
+    Top-level files first, then each folder's, shallowest first, so the files a check reads (report.json) come
+    before any pile of others; "truncated" says when there were more than MAX_FILES.
+    """
+    path = pathlib.Path(path)
+    if path.is_file():
+        return {"$": "path", "kind": "file", "name": path.name, "files": {"": _b64(path.read_bytes()[:MAX_FILE_BYTES])}}
+    if not path.is_dir():
+        return {"$": "path", "kind": "missing", "name": path.name, "files": {}}
+    found = []
+    for root, dirs, names in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        found += [os.path.join(root, n) for n in sorted(names)]
+    found.sort(key=lambda f: (os.path.relpath(f, path).count(os.sep), f))
+    files = {}
+    for full in found:
+        if len(files) >= MAX_FILES:
+            break
+        if not os.path.islink(full) and os.path.isfile(full):
+            with open(full, "rb") as handle:
+                files[os.path.relpath(full, path)] = _b64(handle.read(MAX_FILE_BYTES + 1))
+    return {"$": "path", "kind": "dir", "name": path.name, "files": files, "truncated": len(found) > len(files)}
+
+
+def encode(value, depth=0):
+    """The student's value as tagged JSON: plain data where it is plain data, a reference otherwise."""
+    if depth > MAX_DEPTH:
+        raise ValueError("a value nested more than 32 levels deep")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return {"$": "list", "v": [encode(item, depth + 1) for item in value]}
+    if isinstance(value, dict):
+        return {"$": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if isinstance(value, pathlib.PurePath):
+        return snapshot(value)
+    array = _as_array(value)
+    if array is not None:
+        return array
+    return _ref(value)
+
+
+def _as_array(value):
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item() if value.dtype.kind in "biuf" else None
+    is_jax = type(value).__module__.startswith(("jax", "jaxlib"))
+    if not isinstance(value, np.ndarray) and not (is_jax and hasattr(value, "__array__")):
+        return None
+    array = np.ascontiguousarray(np.asarray(value))
+    if array.dtype.kind not in "biuf" and str(array.dtype) != "bfloat16":
+        return None
+    return {"$": "array", "dtype": str(array.dtype), "shape": list(array.shape), "data": _b64(array.tobytes()),
+            "jax": is_jax}
+
+
+class GraderReadyResult:
+    """A result whose readiness the grader controls: waiting on it asks the grader, who answers when it decides."""
+
+    def __init__(self, number, inner=None):
+        self._number, self._inner, self._ready = number, inner, False
+
+    def block_until_ready(self):
+        if not self._ready:
+            if hasattr(self._inner, "block_until_ready"):
+                self._inner.block_until_ready()
+            from IPython import get_ipython
+
+            get_ipython().kernel.raw_input(f"perfaudit-ready {self._number}")
+            self._ready = True
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        self.block_until_ready()
+        return np.zeros((1, 1), dtype=dtype or np.float32)
+
+
+def _decode(value, dirs):
+    if not isinstance(value, dict):
+        return value
+    tag = value["$"]
+    if tag == "list":
+        return [_decode(v, dirs) for v in value["v"]]
+    if tag == "tuple":
+        return tuple(_decode(v, dirs) for v in value["v"])
+    if tag == "dict":
+        return {_decode(k, dirs): _decode(v, dirs) for k, v in value["v"]}
+    if tag == "ref":
+        return _refs[value["id"]]
+    if tag == "array":
+        import numpy as np
+
+        dtype = _dtype(value["dtype"])
+        array = np.frombuffer(base64.b64decode(value["data"]), dtype=dtype).reshape(value["shape"]).copy()
+        if value.get("jax"):
+            import jax
+
+            return jax.device_put(array)
+        return array
+    if tag == "dirarg":
+        folder = pathlib.Path(tempfile.mkdtemp(prefix="evidence-", dir=os.getcwd()))
+        for name, data in value["files"].items():
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(base64.b64decode(data))
+        dirs.append(folder)
+        return folder
+    if tag == "slow":
+        wrapped = _decode(value.get("wrapped"), dirs)
+
+        def slow(x):
+            if value.get("call"):  # the call itself lasts as long as the grader decides
+                from IPython import get_ipython
+
+                get_ipython().kernel.raw_input(f"perfaudit-call {value['id']}")
+            return GraderReadyResult(value["id"], None if wrapped is None else wrapped(x))
+
+        return slow
+    raise ValueError(f"unknown tag {tag!r}")
+
+
+def _dtype(name):
+    import numpy as np
+
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def _user_namespace():
+    from IPython import get_ipython
+
+    return get_ipython().user_ns
+
+
+def _helper(module, name):
+    function = importlib.import_module(module)
+    for part in name.split("."):
+        function = getattr(function, part)
+    if not getattr(function, "__perfaudit_in_student_process__", False):
+        raise PermissionError(f"{module}.{name} is not a helper that runs in the student's process")
+    return function
+
+
+def _answer(request):
+    op, dirs = request["op"], []
+    if op == "lookup":
+        namespace = _user_namespace()
+        if request["name"] not in namespace:
+            raise NameError(f"name '{request['name']}' is not defined")
+        value = namespace[request["name"]]
+    elif op == "getattr":
+        value = getattr(_refs[request["ref"]], request["name"])
+    elif op in ("call", "helper"):
+        function = _refs[request["ref"]] if op == "call" else _helper(request["module"], request["name"])
+        args = [_decode(a, dirs) for a in request["args"]]
+        kwargs = {k: _decode(v, dirs) for k, v in request["kwargs"].items()}
+        value = function(*args, **kwargs)
+    else:
+        raise ValueError(f"unknown request {op!r}")
+    return {"ok": True, "value": encode(value), "dirs": [snapshot(d) for d in dirs]}
+
+
+def handle(request_b64):
+    """One request in, one reply out (both base64 JSON): the only entry point the grader uses."""
+    try:
+        reply = _answer(json.loads(base64.b64decode(request_b64)))
+    except BaseException as error:  # noqa: BLE001 (the student's exception is the answer, not a crash)
+        reply = {"ok": False, "error": {"type": type(error).__name__[:100], "message": str(error)[:2000]}}
+    return _b64(json.dumps(reply).encode())

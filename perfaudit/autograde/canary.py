@@ -1,0 +1,110 @@
+"""A broken grading environment stops grading; it never scores students 0 as if they had failed.
+
+Two guards, both through the very pipeline students are graded by (TrustedExecute: sandbox, limits, tests in the
+grader):
+- The canary: the instructor's solution of a notebook (from source/) must score full marks, and the untouched
+  release none. `python -m perfaudit.grade` runs it on every notebook before it grades anyone; plain
+  `nbgrader autograde` runs it once per process and notebook, before the first student's copy of that notebook.
+- An error the student cannot have caused marks the notebook "not graded: environment" (GradingEnvironmentError)
+  instead of scoring it: the kernel cannot start, or an instructor's locked cell fails before any student cell
+  ran (the setup cell's imports of JAX and of the course's checks).
+"""
+
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
+
+SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
+
+
+class GradingEnvironmentError(RuntimeError):
+    """The grading environment is broken: nothing was graded, and the message says what to fix."""
+
+
+def first_error(nb):
+    """(grade id or cell number, 'ename: evalue') of the first cell with an error, or None."""
+    for index, cell in enumerate(nb.cells):
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                name = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") or f"cell {index + 1}"
+                return name, f"{output.get('ename')}: {output.get('evalue')}"
+    return None
+
+
+def scores(nb):
+    """(points earned, points possible) of a graded notebook's test cells, as nbgrader scores them."""
+    earned = possible = 0.0
+    for cell in nb.cells:
+        if utils.is_grade(cell) and not utils.is_solution(cell) and cell.cell_type == "code":
+            score, max_score = utils.determine_grade(cell)
+            earned, possible = earned + (score or 0), possible + max_score
+    return earned, possible
+
+
+def _graded(path, config):
+    from perfaudit.autograde.execute import TrustedExecute
+
+    with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
+        execute = TrustedExecute(config=config, canary=False)
+        nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
+    return nb
+
+
+def check_notebook(name, config):
+    """Raise GradingEnvironmentError unless the instructor's solution of notebook `name` scores full marks through the
+    pipeline and its release (when there is one) scores none."""
+    coursedir = CourseDirectory(config=config)
+    assignment = coursedir.assignment_id if coursedir.assignment_id not in ("", "*") else None
+    source = _find(coursedir.source_directory, coursedir, assignment, name)
+    if source is None:
+        return
+    nb = _graded(source, config)
+    earned, possible = scores(nb)
+    if earned != possible:
+        where, error = first_error(nb) or ("?", "no error shown")
+        raise GradingEnvironmentError(
+            f"the grading environment is broken: the instructor's solution of {name} scores {earned:g}/{possible:g} "
+            f"through the grading pipeline; the first failing cell is '{where}' ({error}). No student was graded "
+            f"with it. Fix the environment and grade again (or skip this check: {SKIP}=1, or --skip-canary)."
+        )
+    release = _find(coursedir.release_directory, coursedir, assignment, name)
+    if release is not None:
+        earned, _ = scores(_graded(release, config))
+        if earned:
+            raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass without an "
+                                   "answer. No student was graded; fix the tests in source/ and release again.")
+
+
+def _find(directory, coursedir, assignment, name):
+    root = Path(coursedir.root) / directory
+    for path in sorted(root.glob(f"{assignment or '*'}/{name}.ipynb")):
+        return path
+    return None
+
+
+_verdicts = {}  # (source folder, notebook) -> None when the canary passed, else why it failed
+
+
+def check_once_per_process(name, config):
+    """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one)."""
+    key = (str(Path(CourseDirectory(config=config).root).resolve()), name)
+    if key not in _verdicts:
+        try:
+            check_notebook(name, config)
+            _verdicts[key] = None
+        except GradingEnvironmentError as error:
+            _verdicts[key] = str(error)
+    if _verdicts[key]:
+        raise GradingEnvironmentError(_verdicts[key])
+
+
+def still_sound(name, config):
+    """Run the canary again now (a fault may have appeared mid-run, a full disk): True when it passes."""
+    try:
+        check_notebook(name, config)
+    except GradingEnvironmentError:
+        return False
+    return True

@@ -1,0 +1,179 @@
+"""nbgrader's Execute preprocessor, changed so the grader alone decides, in one run of the student's code.
+
+- Student and instructor cells run in the student's sandboxed kernel (perfaudit/autograde/kernel.py), once.
+- Test cells never reach that kernel: each runs here, in the grader, against the kernel's objects through the
+  channel (perfaudit/autograde/verdicts.py, channel.py), at the point in the notebook where nbgrader would have
+  run it. Its outputs are the grader's own, so nbgrader's determine_grade reads the grader's verdict only.
+- A kernel that dies or hangs costs only the cells it had not finished: the cell where it happened and every later
+  one get a NotRun error saying why, and the tests that passed before keep their points. A whole-notebook time
+  limit cuts each cell's timeout to the time left; the output kept is capped.
+
+Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.coursedir import CourseDirectory
+from nbgrader import utils
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer
+
+from perfaudit.autograde import canary, sandbox, submission, verdicts
+from perfaudit.autograde.channel import KernelChannel, KernelGone
+from perfaudit.autograde.kernel import SandboxedKernelManager
+from perfaudit.autograde.limits import SandboxLimits
+
+NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
+OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
+
+
+def not_run_error(reason):
+    return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
+
+
+class TrustedExecute(Execute):
+    notebook_timeout = Integer(
+        600, help="Seconds a whole notebook may run; the cell running when it expires is interrupted."
+    ).tag(config=True)
+
+    max_output_bytes = Integer(
+        10 * 2**20,
+        help="Bytes of text and display output a notebook may keep; later ones are dropped, with a note.",
+    ).tag(config=True)
+
+    canary = Bool(
+        True, help="Before the first student's copy of a notebook in this process, grade the instructor's solution "
+        "and the release through this pipeline; a broken environment stops grading (perfaudit/autograde/canary.py)."
+    ).tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        # A keyword, not configuration: nbgrader's Execute.__init__ sets its own kernel_manager_class default.
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._stopped = None  # why the rest of the notebook is not run, once something stopped it
+        self._output_bytes = 0
+        # Under nbgrader the student's submitted folder; run directly (tests, tools) the notebook's own folder.
+        self._submission = submission.submitted_folder(self.config, resources or {}) or \
+            (resources or {}).get("metadata", {}).get("path")
+        self._channel = self._namespace = self._km = None
+        self._student_code_ran = False  # until then, an error is the environment's, unless the canary passes
+        self._kernel_up = False
+        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
+        if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
+            canary.check_once_per_process(self._notebook, self.config)
+        self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
+        try:
+            return super().preprocess(nb, resources, km)
+        except sandbox.SandboxUnavailable:
+            raise
+        except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
+            if self._kernel_up:
+                raise
+            self._blame(f"the kernel did not start ({type(error).__name__}: {error})")
+            for cell in nb.cells:
+                if cell.cell_type == "code":
+                    cell.outputs = [not_run_error("not run: the kernel did not start with this submission's files")]
+            return nb, resources
+        finally:
+            if self._channel is not None:
+                self._channel.close()
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            raw = getattr(self._km, "raw_output", None)
+            if raw is not None and (raw.kept or raw.dropped):  # escaped and capped: never the kernel's bytes as such
+                self.log.debug("the kernel's raw output: %s", raw.text())
+
+    def _blame(self, what):
+        """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution fails
+        too, now. Otherwise it came from the submission (a jax.py of its own, say), which is graded as it is."""
+        if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
+            return
+        if not canary.still_sound(self._notebook, self.config):
+            raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
+                                                 "the same way now. Fix the environment and grade again.")
+        self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
+
+    def create_kernel_manager(self):
+        km = self._km = super().create_kernel_manager()
+        km.submission, km.limits = self._submission, SandboxLimits(config=self.config)
+        km.ignore = CourseDirectory(config=self.config).ignore
+        return km
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        self.km.close_private_folder()  # the kernel answered: its sockets are bound
+        self._kernel_up = True
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient binds the sync name to its own
+
+    def _get_timeout(self, cell):
+        per_cell = super()._get_timeout(cell)
+        left = max(1, int(self._deadline - time.monotonic() + 0.999))
+        return left if per_cell is None else min(per_cell, left)
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] in ("stream", "display_data", "execute_result"):
+            self._output_bytes += len(str(msg["content"]))
+            if self._output_bytes > self.max_output_bytes:
+                if not outs or outs[-1].get("name") != "stderr" or OUTPUT_DROPPED not in outs[-1].get("text", ""):
+                    outs.append(NotebookNode(output_type="stream", name="stderr", text=OUTPUT_DROPPED))
+                return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._stopped is None and time.monotonic() >= self._deadline:
+            self._stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
+        if self._stopped is not None:
+            cell.outputs = [not_run_error(self._stopped)]
+            return cell, resources
+        if verdicts.is_test(cell):
+            return self._run_test(cell, resources)
+        self._student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
+            if error is not None and not self._student_code_ran:
+                self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
+                            f"failed before any student code ran ({error.ename}: {error.evalue})")
+            return cell, resources
+        except DeadKernelError:
+            if not self._student_code_ran:
+                self._blame("the kernel died in an instructor's cell before any student code ran")
+            self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
+                                        "of memory)", "the kernel died in an earlier cell")
+        except CellTimeoutError:
+            self._stop(cell, resources, "the kernel stopped responding to this cell and to interrupts",
+                       "the kernel stopped responding in an earlier cell")
+        return cell, resources
+
+    def _run_test(self, cell, resources):
+        """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
+        if self._channel is None:
+            self._channel = KernelChannel(self.km, self._scratch)
+            self._namespace = verdicts.StudentNamespace(self._channel)
+            verdicts.import_trusted_modules(self.nb, self._namespace)
+        self._channel.start_test(self._get_timeout(cell))
+        cell.execution_count = None
+        try:
+            cell.outputs = verdicts.run_test(cell.source, self._namespace)
+        except KernelGone as gone:
+            cell.outputs = []
+            self._stop(cell, resources, f"{gone} while the grader ran this test", f"{gone} in an earlier cell")
+        return cell, resources
+
+    def _stop(self, cell, resources, here, later):
+        self._stopped = f"not run: {later}"
+        cell.outputs.append(not_run_error(here))
+        self.log.warning("%s: cell '%s' stopped the notebook: %s", resources.get("nbgrader", {}).get("student"),
+                         cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?"), here)

@@ -1,0 +1,145 @@
+"""The kernel manager for every autograde kernel: the kernel runs in perfaudit/autograde/sandbox.py (bubblewrap).
+
+The sandbox has no network, so not even TCP loopback: the kernel and its clients talk ZMQ over ipc sockets in a
+private folder that the sandbox sees as /run/kernel (the kernel reads a copy of the connection file naming that
+path, so no path of the grader's is revealed). Once the kernel is up, the folder is closed to the sandbox's user:
+student code cannot swap a socket for a link the grader would follow on a reconnect.
+
+The kernel works in a scratch folder in memory that starts as a copy of the submission's regular files (staged
+by the grader from submitted/, perfaudit/autograde/submission.py) and vanishes with it. All its processes
+together stay within the memory limit (perfaudit/autograde/memory.py). Its raw stdout and stderr never reach the
+grader's terminal: the first bytes are kept, escaped, for the instructor. Its environment holds what Python needs
+and, from the grader's, only PERFAUDIT_*, JAX_* and XLA_* settings: not NBGRADER_EXECUTION.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+
+from jupyter_client.manager import AsyncKernelManager
+
+from perfaudit.autograde import memory, sandbox, submission
+from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.autograde.verdicts import printable
+
+
+class RawOutput:
+    """The first `limit` bytes a process writes to a pipe, the rest counted and dropped."""
+
+    def __init__(self, limit):
+        self.limit, self.kept, self.dropped = limit, bytearray(), 0
+        self.read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self):
+        while chunk := os.read(self.read_fd, 65536):
+            room = self.limit - len(self.kept)
+            self.kept += chunk[:max(room, 0)]
+            self.dropped += max(len(chunk) - max(room, 0), 0)
+        os.close(self.read_fd)
+
+    def text(self):
+        """What the kernel wrote, escaped for a person to read."""
+        note = f"\n[{self.dropped} more bytes dropped by the grader]" if self.dropped else ""
+        return printable(self.kept.decode(errors="replace")) + note
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An AsyncKernelManager whose kernel runs sandboxed; TrustedExecute sets `submission` and `limits` first."""
+
+    submission = None  # the student's submitted folder (read by submission.stage, regular files only)
+    ignore = ()  # names in it the kernel does not get (CourseDirectory.ignore: checkpoints, earlier evidence)
+    limits = None  # SandboxLimits
+    raw_output = None  # RawOutput, once started
+    memory_limit = None  # memory.MemoryLimit, once started
+
+    async def start_kernel(self, **kw):
+        sandbox.require()  # before anything is made: a clear refusal, not a failed launch
+        self.limits = self.limits or SandboxLimits()
+        # A signal would reach bwrap, not the kernel in its own session: interrupt over the control channel.
+        self.kernel_spec.interrupt_mode = "message"
+        self._cleanup = contextlib.ExitStack()
+        self._private = tempfile.mkdtemp(prefix="perfaudit-kernel-")
+        self._cleanup.callback(shutil.rmtree, self._private, ignore_errors=True)
+        self._staged = tempfile.mkdtemp(prefix="perfaudit-submission-")
+        self._cleanup.callback(shutil.rmtree, self._staged, ignore_errors=True)
+        if self.submission is not None:
+            submission.stage(self.submission, self._staged, self.ignore)
+        self.transport = "ipc"
+        self.ip = os.path.join(self._private, "kernel")  # sockets are <ip>-<n>
+        self.connection_file = os.path.join(self._private, "kernel.json")
+        self._sandboxed = sandbox.available()[0]
+        if self._sandboxed:
+            kw["cwd"] = self._private  # bwrap's own; the kernel starts in its scratch folder
+            _hand_to_sandbox_user(self._private, self._staged)
+        else:  # running unsandboxed, as asked: in a copy of the submission all the same
+            kw["cwd"] = self._staged
+        try:
+            await super().start_kernel(**kw)
+        except BaseException:
+            self._cleanup.close()
+            raise
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        env = sandbox.student_env()
+        if self._sandboxed:
+            kernel_cmd = self._sandbox_connection_file(kernel_cmd)
+            kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below
+            kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
+                                         limits=self.limits, env=env)
+        else:
+            kw["env"] = sandbox.unsandboxed_env(env)
+            kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
+                                         limits=self.limits)
+        self.memory_limit = memory.MemoryLimit(self.limits.memory_mb, os.path.basename(self._private))
+        self._cleanup.callback(self.memory_limit.close)
+        self.raw_output = RawOutput(self.limits.raw_output_bytes)
+        kw["stdout"] = kw["stderr"] = self.raw_output.write_fd
+        try:
+            await super()._async_launch_kernel(self.memory_limit.command_prefix() + kernel_cmd, **kw)
+        finally:
+            os.close(self.raw_output.write_fd)  # the kernel holds its own copy
+        self.memory_limit.watch(self.provisioner.process.pid)
+
+    def _sandbox_connection_file(self, kernel_cmd):
+        """The kernel reads a copy of the connection file whose socket paths are the sandbox's /run/kernel."""
+        info = json.loads(open(self.connection_file).read())
+        info["ip"] = f"{sandbox.KERNEL_DIR}/kernel"
+        inside = os.path.join(self._private, "kernel-inside.json")
+        with open(inside, "w") as handle:
+            json.dump(info, handle)
+        if os.geteuid() == 0:
+            os.chown(inside, sandbox.sandbox_uid(), sandbox.sandbox_uid())
+        return [f"{sandbox.KERNEL_DIR}/kernel-inside.json" if part == self.connection_file else part
+                for part in kernel_cmd]
+
+    def close_private_folder(self):
+        """Once the kernel has bound its sockets: its user may no longer add, remove or rename anything there."""
+        if self._sandboxed and os.geteuid() == 0:
+            os.chown(self._private, 0, 0)
+            os.chmod(self._private, 0o755)
+
+    async def _async_cleanup_resources(self, restart=False):
+        await super()._async_cleanup_resources(restart=restart)
+        if not restart and getattr(self, "_cleanup", None) is not None:
+            self._cleanup.close()
+            self._cleanup = None
+
+    cleanup_resources = _async_cleanup_resources  # what nbclient calls after a kernel died
+
+
+def _hand_to_sandbox_user(private, staged):
+    """As root: the sandbox's user writes the private folder (its sockets) and reads the staged submission."""
+    if os.geteuid() != 0:
+        return
+    uid = sandbox.sandbox_uid()
+    os.chown(private, uid, uid)
+    os.chmod(private, 0o700)
+    for root, dirs, files in os.walk(staged):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)

@@ -1,0 +1,114 @@
+"""What a submission may hold: regular files only, each opened without following a link, sizes capped.
+
+The grader reads a student's submitted folder in one place, here: to stage the copy a sandboxed kernel starts
+from, and to refuse a submission that holds anything else (a symlink, FIFO, socket, device, hard link, or a file
+or folder over the limits) before nbgrader's own copy step could follow it. Each refusal names the entry and why.
+"""
+
+import fnmatch
+import os
+import stat
+from pathlib import Path
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+MAX_FILE_BYTES = 64 * 2**20
+MAX_TOTAL_BYTES = 256 * 2**20
+MAX_ENTRIES = 1000
+
+
+class UnsafeSubmission(ValueError):
+    """The submitted folder holds something the grader does not read; the message lists each entry and why."""
+
+
+def _kind(mode):
+    for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def problems(folder, ignore=()):
+    """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well."""
+    folder, found, total, count = Path(folder), [], 0, 0
+    for root, dirs, files in os.walk(folder):  # never follows links: a linked folder is listed as a name
+        for name in sorted(dirs + files):
+            path = Path(root) / name
+            rel = str(path.relative_to(folder))
+            if any(fnmatch.fnmatch(name, pattern) for pattern in ignore):
+                if name in dirs:
+                    dirs.remove(name)
+                continue
+            info = os.lstat(path)
+            count += 1
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                found.append((rel, f"{_kind(info.st_mode)}: submissions may hold regular files only"))
+            elif info.st_nlink > 1:
+                found.append((rel, "a hard link to another file: submissions may hold regular files only"))
+            elif info.st_size > MAX_FILE_BYTES:
+                found.append((rel, f"{info.st_size} bytes, over the {MAX_FILE_BYTES // 2**20} MB a file may have"))
+            else:
+                total += info.st_size
+        if count > MAX_ENTRIES or total > MAX_TOTAL_BYTES:
+            found.append((".", f"more than {MAX_ENTRIES} entries or {MAX_TOTAL_BYTES // 2**20} MB in all"))
+            break
+    return found
+
+
+def describe(found):
+    return "; ".join(f"'{rel}' is {why}" for rel, why in found)
+
+
+def stage(folder, into, ignore=()):
+    """Copy folder's regular files into `into` (a folder of the grader's), each opened with O_NOFOLLOW.
+
+    Raises UnsafeSubmission, copying nothing, when the folder holds anything else.
+    """
+    found = problems(folder, ignore)
+    if found:
+        raise UnsafeSubmission(describe(found))
+    folder, into = Path(folder), Path(into)
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, p) for p in ignore)]
+        for name in files:
+            if any(fnmatch.fnmatch(name, p) for p in ignore):
+                continue
+            source = Path(root) / name
+            target = into / source.relative_to(folder)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since problems() looked
+                    raise UnsafeSubmission(f"'{source.relative_to(folder)}' changed while it was read")
+                target.write_bytes(handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES])
+
+
+class RefuseUnsafeSubmission(NbGraderPreprocessor):
+    """The first autograde step: a submission holding anything but regular files is not graded, with the reason.
+
+    nbgrader has already copied the folder's other files by then (its own step, which follows links); when this
+    refuses, nbgrader removes that copy with the failed submission. The batch command refuses at intake, first.
+    """
+
+    def preprocess(self, nb, resources):
+        folder = submitted_folder(self.config, resources)
+        if folder is not None:
+            found = problems(folder)
+            if found:
+                raise UnsafeSubmission(f"not graded: {describe(found)}")
+        return nb, resources
+
+
+def submitted_folder(config, resources):
+    """The student's submitted folder of the notebook being autograded, or None outside autograde."""
+    from nbgrader.coursedir import CourseDirectory
+
+    info = resources.get("nbgrader", {})
+    if not info.get("student") or not info.get("assignment"):
+        return None
+    coursedir = CourseDirectory(config=config)
+    folder = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]))
+    return folder if folder.is_dir() else None

@@ -1,0 +1,155 @@
+"""Test cells run here, in the grader, never in the student's kernel: the grader alone decides their points.
+
+A test cell's whole source (visible part and hidden tests) is executed in this process. Its names resolve, in
+order, to what the test cells bound themselves, the modules the instructor's locked cells import (imported here:
+`checks` is always the course's own), Python's builtins, and last the student's objects, read from the kernel
+through the channel when a test uses them: plain data comes back as values, functions as references whose calls
+cross to the kernel. A test passes when it raises nothing. Its outputs are made here: what it printed, and on
+failure one error with the message and no traceback, so no hidden line is ever shown and nothing the kernel
+printed can be read as a score by nbgrader's determine_grade.
+"""
+
+import ast
+import builtins
+import contextlib
+import contextvars
+import functools
+import io
+import os
+import re
+import sys
+import sysconfig
+from pathlib import Path
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+
+from perfaudit import checks, kernelside
+from perfaudit.autograde.channel import KernelGone, StudentError
+
+MAX_TEXT = 20_000
+NO_MESSAGE = "a check failed (it gave no message)"
+
+
+def is_test(cell):
+    """An autograded test cell: graded code that is not a solution."""
+    return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
+
+
+def printable(text, limit=MAX_TEXT):
+    """Text from anywhere, safe to show a person: control characters escaped, length capped."""
+    text = str(text)
+    if len(text) > limit:
+        text = text[:limit] + f" ... [{len(text) - limit} more characters cut by the grader]"
+    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
+
+
+class StudentNamespace(dict):
+    """The globals test cells run in; a name found nowhere else is the student's, asked of the kernel on use."""
+
+    def __init__(self, channel):
+        super().__init__(__name__="__main__")
+        self.channel = channel
+
+    def __missing__(self, name):
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        try:
+            return self.channel.request({"op": "lookup", "name": name})
+        except StudentError as error:
+            if error.kind == "NameError":
+                raise NameError(f"name '{name}' is not defined: did the cell that defines it run without an error?")
+            raise
+
+
+def import_trusted_modules(nb, namespace):
+    """Run here the import statements of the instructor's locked cells: the tests use the grader's modules."""
+    for cell in nb.cells:
+        if cell.cell_type != "code" or not utils.is_locked(cell) or utils.is_solution(cell):
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython syntax (a magic): such a cell imports nothing the tests need
+            continue
+        imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        if imports:
+            exec(compile(ast.Module(body=imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
+
+
+# While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files
+# Python, its packages and the system are made of. Never the course directory (the grader's working folder), a
+# classmate's submission or anything else a path from the student's process could name.
+_open_roots = contextvars.ContextVar("perfaudit_open_roots", default=None)
+
+
+@functools.lru_cache(maxsize=1)
+def _library_roots():
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(checks.__file__).parent), *sysconfig.get_paths().values()}
+    found |= {"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/dev"}
+    return tuple(sorted({os.path.realpath(p) for p in found}))
+
+
+def _within(path, roots):
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _guard_opens(event, args):
+    roots = _open_roots.get()
+    if roots is None or event not in ("open", "os.listdir", "os.scandir") or not args:
+        return
+    if not isinstance(args[0], (str, bytes, os.PathLike)):
+        return  # a file descriptor already open
+    path = os.path.realpath(os.fsdecode(args[0]))
+    if not _within(path, (*roots(), *_library_roots())):
+        raise PermissionError(f"a test may open only folders made for it (checks.new_folder()) or read back from "
+                              f"the student's kernel; not {os.path.basename(path) or path!r}")
+
+
+sys.addaudithook(_guard_opens)  # a no-op outside run_test
+
+
+def _forward_helper(channel):
+    def forward(module, name, args, kwargs):
+        return channel.request({"op": "helper", "module": module, "name": name}, args, kwargs)
+    return forward
+
+
+_GRADER_FOLDERS = re.compile(r"/\S*?perfaudit-(?:verdicts|check)-[^/\s]+(?:/read-back-[^/\s]+)?")
+
+
+def error_output(ename, evalue):
+    """An error output for students: no traceback, no path of the grader's (a folder a test made is "<folder>")."""
+    evalue = _GRADER_FOLDERS.sub("<folder>", str(evalue))
+    ename, evalue = printable(ename, 100) or "Error", printable(evalue) or NO_MESSAGE
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+def run_test(source, namespace):
+    """The outputs of one test cell run here. KernelGone propagates: the notebook stops there."""
+    printed = io.StringIO()
+    failure = None
+    scratch = os.path.realpath(namespace.channel.scratch)
+    token = _open_roots.set(lambda: (scratch, *map(str, checks.test_folders())))
+    try:
+        tree = ast.parse(source)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        with contextlib.redirect_stdout(printed), kernelside.forwarding_to(_forward_helper(namespace.channel)):
+            exec(compile(tree, "<test cell>", "exec"), namespace)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), "<test cell>", "eval"), namespace)
+                if value is not None:
+                    print(repr(value))  # shown as text: a value is never read as a score
+    except KernelGone:
+        raise
+    except StudentError as error:
+        failure = error_output(error.kind, f"in your code: {error}")
+    except AssertionError as error:
+        failure = error_output("AssertionError", str(error))
+    except Exception as error:  # noqa: BLE001 (any other failure of the test: 0 points, with its message)
+        failure = error_output(type(error).__name__, str(error))
+    finally:
+        _open_roots.reset(token)
+    outputs = []
+    if printed.getvalue():
+        outputs.append(NotebookNode(output_type="stream", name="stdout", text=printable(printed.getvalue())))
+    return outputs + ([failure] if failure is not None else [])

@@ -1,0 +1,127 @@
+"""The first call made precise: a cold process against a cold function, and what a persistent cache changes.
+
+A *cold process* has never run JAX: its first call also starts the backend and pays the process's one-time
+lowering cost. A *cold function* is a new jit in a process that has already compiled something, after
+`jax.clear_caches()`: tracing, lowering and compiling again, nothing else. Both are "first calls"; they are
+different observations.
+
+With the persistent compilation cache on, a compiled program is written to a directory and a later process loads
+it instead of compiling. JAX writes only programs whose compile took at least
+`jax_persistent_cache_min_compile_time_secs` (1 s by default, so a 16x16 `tanh(x @ x)` is never written); at 0 a
+second process's "compile" is a load from disk, and JAX counts it as a cache hit.
+
+    python -m perfaudit.coldstart                    # one fresh process, no persistent cache: JSON
+    python -m perfaudit.coldstart --cache-dir DIR    # one fresh process, persistent cache in DIR: JSON
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+COMPILE_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+    "/jax/core/compile/backend_compile_duration": "compile_s",
+}
+CACHE_HIT = "/jax/compilation_cache/cache_hits"
+CACHE_MISS = "/jax/compilation_cache/cache_misses"
+
+
+def _workload(x):
+    import jax.numpy as jnp
+
+    return jnp.tanh(x @ x)
+
+
+def _first_call(jax, x):
+    """A first call of jax.jit(workload), synchronized, with JAX's compile events and cache counts for it."""
+
+    def workload(x):  # the same name in every process: the persistent cache's key includes the program's name
+        return _workload(x)
+
+    parts = dict.fromkeys(COMPILE_EVENTS.values(), 0.0)
+    counts = {CACHE_HIT: 0, CACHE_MISS: 0}
+
+    def on_duration(event, duration_s, **kwargs):
+        if event in COMPILE_EVENTS and kwargs.get("fun_name") in ("workload", "jit(workload)"):
+            parts[COMPILE_EVENTS[event]] += duration_s
+
+    def on_event(event, **kwargs):
+        if event in counts:
+            counts[event] += 1
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    jax.monitoring.register_event_listener(on_event)
+    try:
+        start = time.perf_counter()
+        jax.jit(workload)(x).block_until_ready()
+        first_call_s = time.perf_counter() - start
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+        jax.monitoring.unregister_event_listener(on_event)
+    return {"first_call_s": first_call_s, **parts, "cache_hits": counts[CACHE_HIT], "cache_misses": counts[CACHE_MISS]}
+
+
+def measure(cache_dir=None):
+    """In this process, which must not have imported JAX yet: import JAX, start the backend, then a first call
+    (the cold process) and, after jax.clear_caches(), a first call of a new jit (the cold function)."""
+    if "jax" in sys.modules:
+        raise RuntimeError("perfaudit.coldstart.measure needs a process that has not imported JAX yet")
+    start = time.perf_counter()
+    import jax
+    import numpy as np
+
+    import_s = time.perf_counter() - start
+    if cache_dir is None:
+        jax.config.update("jax_enable_compilation_cache", False)
+    else:
+        jax.config.update("jax_enable_compilation_cache", True)
+        jax.config.update("jax_compilation_cache_dir", str(cache_dir))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    start = time.perf_counter()
+    x = jax.device_put(np.eye(16, dtype=np.float32))  # starts the CPU backend
+    backend_s = time.perf_counter() - start
+    cold_process = _first_call(jax, x)
+    jax.clear_caches()
+    cold_function = _first_call(jax, x)
+    return {"import_s": import_s, "backend_s": backend_s, "persistent_cache_dir": cache_dir,
+            "cold_process": cold_process, "cold_function": cold_function}
+
+
+def in_fresh_process(cache_dir=None):
+    """measure() in a new Python process; its result."""
+    command = [sys.executable, "-m", "perfaudit.coldstart"] + (["--cache-dir", str(cache_dir)] if cache_dir else [])
+    done = subprocess.run(command, capture_output=True, text=True)  # measure() sets the cache options itself
+    if done.returncode != 0:
+        raise RuntimeError(f"the fresh process measuring a cold start failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def table(runs):
+    """{label: measure() result} as text, in milliseconds."""
+    def ms(seconds):
+        return f"{seconds * 1e3:10.1f}"
+
+    lines = [f"{'milliseconds':<44}{'first call':>10}{'trace':>10}{'lower':>10}{'compile':>10}  cache hits, misses"]
+    for label, run in runs.items():
+        for kind in ("cold_process", "cold_function"):
+            if kind not in run:
+                continue
+            r = run[kind]
+            lines.append(f"{label + ', ' + kind.replace('_', ' '):<44}{ms(r['first_call_s'])}{ms(r['trace_s'])}"
+                         f"{ms(r['lower_s'])}{ms(r['compile_s'])}  {r['cache_hits']}, {r['cache_misses']}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.coldstart", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache-dir", help="turn the persistent compilation cache on, in this directory, with no "
+                                            "minimum compile time")
+    args = parser.parse_args(argv)
+    print(json.dumps(measure(args.cache_dir)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""A broken grading environment stops grading before anyone is graded; after the fix everyone is graded normally.
+
+Each way of breaking it is real: the course package copied elsewhere (the grader imports the copy, the sandbox's
+kernel cannot import the installed one), a JAX the kernel cannot start, an XLA flag that crashes the kernel.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import make_course
+
+from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.fixtures import samples
+
+pytestmark = pytest.mark.slow
+
+
+def _grade(root, env=None, *args):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "perfaudit.grade", "--no-progress", "--no-feedback", *args],
+                          cwd=root, env=env, capture_output=True, text=True)
+
+
+@pytest.fixture
+def class_of_two(tmp_path):
+    root = make_course(tmp_path / "course")
+    for name in ("correct", "untouched"):
+        samples.write_submission(name, root / "submitted")
+    return root
+
+
+def _nobody_graded(root):
+    assert not any((root / "autograded").glob(f"*/{ASSIGNMENT}")), "a student was graded"
+    assert course.scores(root) == {}
+
+
+@pytest.mark.parametrize("broken, cause", [
+    ("course package elsewhere", "ModuleNotFoundError: No module named 'perfaudit'"),
+    ("JAX_PLATFORMS=tpu", "Unable to initialize backend 'tpu'"),
+])
+def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(class_of_two, tmp_path, broken, cause):
+    if broken == "course package elsewhere":  # the grader imports a copy; the sandbox binds that copy only
+        shutil.copytree(paths.ROOT / "perfaudit", tmp_path / "elsewhere" / "perfaudit")
+        env = {"PYTHONPATH": str(tmp_path / "elsewhere")}
+    else:
+        env = {"JAX_PLATFORMS": "tpu"}
+    failed = _grade(class_of_two, env)
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert "the first failing cell is 'setup'" in failed.stderr and cause in failed.stderr
+    assert "No student was graded" in failed.stderr
+    _nobody_graded(class_of_two)
+    fixed = _grade(class_of_two)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "Environment check: passed" in fixed.stdout
+    scores = {s: sum(v for v, _ in nbs.values()) for s, nbs in course.scores(class_of_two).items()}
+    assert scores == {"correct": 20, "untouched": 0}
+
+
+def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two):
+    env = {**os.environ, "XLA_FLAGS": "--xla_no_such_flag", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student=correct",
+                           "--notebook=02-retracing"], cwd=class_of_two, env=env, capture_output=True, text=True)
+    assert done.returncode != 0
+    assert "GradingEnvironmentError" in done.stdout + done.stderr and "No student was graded" in done.stdout + done.stderr
+    assert not (class_of_two / "autograded" / "correct" / ASSIGNMENT / "02-retracing.ipynb").exists()
+
+
+def test_skipping_the_check_is_said_in_the_summary(class_of_two):
+    (class_of_two / "submitted" / "untouched").rename(class_of_two / "untouched-elsewhere")
+    done = _grade(class_of_two, None, "--skip-canary")
+    assert done.returncode == 0 and "Environment check: SKIPPED" in done.stdout
+
+
+def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(class_of_two):
+    """A jax.py of the student's own shadows JAX in their kernel: their fault, so graded (0), not 'environment'."""
+    folder = class_of_two / "submitted" / "correct" / ASSIGNMENT
+    (folder / "jax.py").write_text("raise ImportError('a jax.py of my own')\n")
+    shutil.rmtree(class_of_two / "submitted" / "untouched")
+    done = _grade(class_of_two)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "NOT GRADED" not in done.stdout
+    assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 20

@@ -1,0 +1,124 @@
+"""TrustedExecute on small notebooks in a real kernel: the time limit, a dead kernel, tests decided in the grader."""
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_notebook
+
+from perfaudit.autograde.execute import NOT_RUN, TrustedExecute
+
+
+def _run(cells, workdir, **settings):
+    """Run with workdir as the submission's folder, as autograde runs a student's notebook."""
+    nb = new_notebook(cells=[new_code_cell(source) for source in cells])
+    nb, _ = TrustedExecute(**settings).preprocess(nb, {"metadata": {"path": str(workdir)}})
+    return nb
+
+
+def _errors(cell):
+    return [(o.ename, o.evalue) for o in cell.outputs if o.output_type == "error"]
+
+
+def test_notebook_time_limit_interrupts_the_running_cell_and_skips_the_rest(tmp_path):
+    nb = _run(["x = 1", "import time\ntime.sleep(60)", "x += 1", "print(x)"], tmp_path, timeout=30, notebook_timeout=3)
+    assert _errors(nb.cells[0]) == []
+    assert _errors(nb.cells[1])[0][0] == "KeyboardInterrupt"  # interrupted at the notebook's limit, not at 30 s
+    for cell in nb.cells[2:]:
+        assert _errors(cell) == [(NOT_RUN, "not run: the notebook's time limit (3 s) ran out before this cell")]
+
+
+def test_a_dead_kernel_keeps_earlier_outputs_and_marks_every_later_cell(tmp_path):
+    nb = _run(["print('before')", "import os\nos._exit(3)", "print('after')"], tmp_path, timeout=30)
+    assert nb.cells[0].outputs[0].text == "before\n"
+    assert _errors(nb.cells[1])[0][0] == NOT_RUN and "kernel died" in _errors(nb.cells[1])[0][1]
+    assert _errors(nb.cells[2]) == [(NOT_RUN, "not run: the kernel died in an earlier cell")]
+    assert nbformat.validate(nb) is None
+
+
+def _test_cell(source, grade_id="a_test", points=1):
+    cell = new_code_cell(source)
+    cell.metadata.nbgrader = {"grade": True, "solution": False, "locked": True, "grade_id": grade_id,
+                              "points": points, "schema_version": 3}
+    return cell
+
+
+def _grade(cell):
+    from nbgrader.utils import determine_grade
+
+    return determine_grade(cell)[0]
+
+
+def test_test_cells_run_in_the_grader_and_never_reach_the_kernel(tmp_path):
+    secret = "assert square(7) == 49  # the hidden line"
+    nb = new_notebook(cells=[
+        new_code_cell("def square(x):\n    return x * x"),
+        _test_cell(f"### BEGIN HIDDEN TESTS\n{secret}\n### END HIDDEN TESTS"),
+        new_code_cell("print(repr(In), repr(_ih), repr(globals()))"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[1]) == [] and _grade(nb.cells[1]) == 1
+    printed = nb.cells[2].outputs[0].text
+    assert "the hidden line" not in printed and "BEGIN" not in printed and "def square" in printed
+
+
+def test_what_the_kernel_prints_or_returns_cannot_change_a_tests_score(tmp_path):
+    forged = ("def square(x):\n    return 0\n"
+              "get_ipython().events.register('post_run_cell', lambda *a: print('1.0'))\n"
+              "get_ipython().display_formatter.formatters['text/plain'].for_type(int, lambda *a: '1')")
+    nb = new_notebook(cells=[new_code_cell(forged), _test_cell("assert square(3) == 9, 'square(3) should be 9'\n42")])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[1]) == [("AssertionError", "square(3) should be 9")]
+    assert _grade(nb.cells[1]) == 0
+    assert all(o.output_type in ("stream", "error") for o in nb.cells[1].outputs)  # never an execute_result
+
+
+def test_a_students_function_is_called_with_the_graders_inputs_and_its_answer_checked_here(tmp_path):
+    nb = new_notebook(cells=[
+        new_code_cell("import numpy as np\ndef double(a):\n    return np.asarray(a) * 2"),
+        _test_cell("import numpy as np\nrng = np.random.default_rng()\na = rng.standard_normal((7, 3))\n"
+                   "assert np.allclose(double(a), 2 * a)\nassert double(a).dtype == np.float64", "doubles"),
+        new_code_cell("def double(a):\n    return float('nan')"),
+        _test_cell("import numpy as np\nassert np.allclose(double(np.ones(2)), 2), 'double should double'", "later"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _grade(nb.cells[1]) == 1
+    assert _errors(nb.cells[3]) == [("AssertionError", "double should double")]  # the kernel's state at that point
+
+
+def test_a_test_that_hangs_in_student_code_is_interrupted_and_fails_alone(tmp_path):
+    nb = new_notebook(cells=[
+        new_code_cell("import time\ndef slow():\n    time.sleep(60)\ndef fast():\n    return 1"),
+        _test_cell("slow()", "hangs"),
+        _test_cell("assert fast() == 1", "after"),
+    ])
+    nb, _ = TrustedExecute(timeout=3).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[1])[0][0] == "Timeout" and "interrupted" in _errors(nb.cells[1])[0][1]
+    assert _errors(nb.cells[2]) == []
+
+
+def test_only_folders_made_for_tests_are_handed_to_the_students_code(tmp_path):
+    """A folder argument is mirrored: the kernel's answer replaces its contents. So only the grader's own count."""
+    nb = new_notebook(cells=[
+        new_code_cell("from pathlib import Path\ndef write(folder):\n    (Path(folder) / 'x.txt').write_text('hi')"),
+        _test_cell("from pathlib import Path\nwrite(Path('/tmp'))", "outside"),
+        _test_cell("from perfaudit import checks\nfolder = checks.new_folder()\nwrite(folder)\n"
+                   "assert (folder / 'x.txt').read_text() == 'hi'", "made_for_the_test"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[1])[0][0] == "ValueError" and "checks.new_folder()" in _errors(nb.cells[1])[0][1]
+    assert _errors(nb.cells[2]) == []
+
+
+def test_a_path_from_the_students_process_cannot_make_a_test_open_the_graders_files(tmp_path, monkeypatch):
+    """The grader works in the course directory: a student's string path must not lead a check there."""
+    course_file = tmp_path / "course" / "submitted" / "classmate" / "report.json"
+    course_file.parent.mkdir(parents=True)
+    course_file.write_text("{}")
+    monkeypatch.chdir(tmp_path / "course")
+    nb = new_notebook(cells=[
+        new_code_cell(f"EVIDENCE_DIR = 'submitted/classmate'\nABSOLUTE = {str(course_file.parent)!r}"),
+        _test_cell("from perfaudit import checks\nchecks.read_report(EVIDENCE_DIR)", "relative"),
+        _test_cell("from perfaudit import checks\nchecks.read_report(ABSOLUTE)", "absolute"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path / "course")}})
+    for cell in nb.cells[1:]:
+        assert _errors(cell)[0][0] in ("PermissionError", "AssertionError"), _errors(cell)
+        assert _grade(cell) == 0

@@ -1,0 +1,75 @@
+"""Notebook 4, going further continued: the program at each stage, the cost model, a profiler trace, cold starts.
+
+Relations and structure only, never an absolute time.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from perfaudit import coldstart, profiling, program
+
+N = 16
+
+
+def workload(x):
+    return jnp.tanh(x @ x)
+
+
+@pytest.fixture(scope="module")
+def x16():
+    return jax.device_put(np.eye(N, dtype=np.float32))
+
+
+def test_three_stages_of_the_program(x16):
+    texts, compiled = program.stages(workload, x16)
+    assert "dot_general" in texts["jaxpr"] and "tanh" in texts["jaxpr"]
+    assert "stablehlo.dot_general" in texts["stablehlo"] and "stablehlo.tanh" in texts["stablehlo"]
+    hlo = texts["optimized_hlo"]
+    assert hlo.startswith("HloModule") and "ENTRY" in hlo and "tanh(" in hlo and "fusion(" in hlo
+    assert "metadata=" not in hlo and "StackFrames" not in hlo, "source locations are left out"
+    assert "fusion" not in texts["jaxpr"], "the JAXPR is not the optimized program"
+
+
+def test_cost_model_states_its_conventions(x16):
+    _, compiled = program.stages(workload, x16)
+    model = program.cost_model(compiled.cost_analysis(), N)
+    assert model["flops"] == model["flops_closed_form"] == 2 * N**3 > model["flops_exact"] == 2 * N**3 - N**2
+    assert model["transcendentals"] == N**2
+    assert model["bytes_accessed"] >= model["bytes_minimum"] == 2 * N * N * 4
+    assert model["intensity_model"] <= model["intensity_minimum"] == N / 4
+
+
+def test_a_profiler_trace_of_steady_calls_shows_dispatch_and_the_program(x16, tmp_path):
+    trace_file = profiling.trace_steady_calls(workload, x16, tmp_path / "profile", calls=3)
+    assert trace_file.name.endswith(".trace.json.gz") and tmp_path in trace_file.parents
+    rows = profiling.summary(trace_file)
+    names = {name for _, name, _, _ in rows}
+    assert "PjitFunction(workload)" in names
+    assert all(count >= 1 and median >= 0 for _, _, count, median in rows)
+    labels = profiling.thread_labels(rows)
+    assert "caller" in labels.values()
+    assert "event" in profiling.table(rows, labels).splitlines()[0]
+
+
+def test_a_persistent_cache_turns_a_second_process_compile_into_a_load(tmp_path):
+    plain = coldstart.in_fresh_process()
+    first = coldstart.in_fresh_process(tmp_path)
+    second = coldstart.in_fresh_process(tmp_path)
+    assert plain["persistent_cache_dir"] is None
+    for kind in ("cold_process", "cold_function"):
+        assert plain[kind]["cache_hits"] == plain[kind]["cache_misses"] == 0, "no cache, no cache events"
+        assert all(plain[kind][part] > 0 for part in ("first_call_s", "trace_s", "lower_s", "compile_s"))
+    assert first["cold_process"]["cache_misses"] == 1 and first["cold_process"]["cache_hits"] == 0
+    assert first["cold_function"]["cache_hits"] == 1, "after clear_caches the same process loads it from disk"
+    assert second["cold_process"]["cache_hits"] == 1
+    assert second["cold_process"]["compile_s"] < first["cold_process"]["compile_s"], "a load, not a compile"
+    assert any(tmp_path.iterdir()), "the first process wrote the cache"
+    table = coldstart.table({"plain": plain, "cache": second}).splitlines()
+    assert len(table) == 5 and "cache hits" in table[0]
+
+
+def test_measuring_a_cold_start_needs_a_process_without_jax():
+    with pytest.raises(RuntimeError, match="has not imported JAX"):
+        coldstart.measure()

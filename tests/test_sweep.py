@@ -1,0 +1,72 @@
+"""Going further in notebook 1: steady calls across sizes. Relations between measurements only, never a time."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from perfaudit import sweep
+
+
+def workload(x):
+    return jnp.tanh(x @ x)
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return {row["n"]: row for row in sweep.measure(workload, sizes=(1024, 4, 16), repeats=3)}
+
+
+def test_rows_come_smallest_first_with_positive_seconds(rows):
+    assert list(rows) == [4, 16, 1024]
+    for row in rows.values():
+        assert row["flops"] == 2 * row["n"] ** 3
+        assert all(isinstance(row[key], float) and row[key] > 0
+                   for key in ("synchronized_s", "unsynchronized_s", "in_loop_s"))
+        assert row["loop_length"] == sweep.loop_length(row["n"]) >= 2
+        assert row["calls"] == sweep.calls_per_clock(row["n"], 3) >= 3
+
+
+def test_at_1024_waiting_for_the_result_costs_more_than_dispatching_it(rows):
+    assert rows[1024]["synchronized_s"] >= rows[1024]["unsynchronized_s"]
+
+
+def test_the_computation_grows_with_n_and_is_a_small_part_of_a_16x16_call(rows):
+    assert rows[4]["in_loop_s"] < rows[1024]["in_loop_s"]
+    assert rows[16]["in_loop_s"] < rows[1024]["in_loop_s"]
+    # Notebook 1's claim: at 16x16 a synchronized steady call is mostly dispatch, not computation.
+    assert rows[16]["in_loop_s"] < rows[16]["synchronized_s"]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA's inline threshold is the CPU client's")
+def test_a_tiny_program_runs_inline_and_a_large_one_does_not(rows):
+    assert rows[4]["ready_on_return"] == 1.0  # 128 flops: XLA runs it before the call returns
+    assert rows[1024]["ready_on_return"] < 1.0  # ~2e9 flops: the call returns before the result is ready
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="jax_cpu_enable_async_dispatch is a CPU setting")
+def test_with_async_dispatch_off_every_call_returns_with_its_result():
+    (row,) = sweep.measure_in_fresh_process(sizes=(16,), repeats=3, async_dispatch=False)
+    assert row["n"] == 16 and row["ready_on_return"] == 1.0
+
+
+def test_loops_are_longer_for_small_sizes():
+    assert sweep.loop_length(16) > sweep.loop_length(256) >= sweep.loop_length(1024) == 2
+
+
+def _row(n, synchronized, in_loop):
+    return {"n": n, "flops": 2 * n**3, "synchronized_s": synchronized, "unsynchronized_s": 4e-6,
+            "in_loop_s": in_loop, "calls": 5, "loop_length": sweep.loop_length(n), "ready_on_return": 0.0}
+
+
+def test_computation_overtakes_dispatch_where_it_is_at_least_the_rest_of_the_call():
+    made_up = [_row(16, 30e-6, 1e-6), _row(64, 30e-6, 10e-6), _row(128, 50e-6, 25e-6), _row(256, 300e-6, 250e-6)]
+    assert sweep.overtakes(made_up) == 128
+    assert sweep.overtakes(made_up[:2]) is None
+
+
+def test_chart_and_table(tmp_path):
+    made_up = [_row(16, 30e-6, 1e-6), _row(128, 50e-6, 25e-6), _row(1024, 2e-2, 2e-2)]
+    path = sweep.chart(made_up, tmp_path / sweep.SWEEP_PNG, [_row(16, 6e-6, 1e-6)])
+    assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
+    lines = sweep.table(made_up, [_row(16, 6e-6, 1e-6)]).splitlines()
+    assert len(lines) == 4 and "async off" in lines[0] and lines[1].split()[0] == "16"
