@@ -2,6 +2,7 @@
 
 import csv
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +101,29 @@ def test_an_instructors_new_hidden_test_grades_with_no_code_change(tmp_path):
     graded = nbformat.read(root / "autograded" / "odd-counts-only" / ASSIGNMENT / f"{NB1}.ipynb", as_version=4)
     failed = next(c for c in graded.cells if notebooks.nbgrader_meta(c).get("grade_id") == "correct_summary")
     assert [o.evalue for o in failed.outputs if o.output_type == "error"] == ["the median of two timings is their mean"]
+
+
+def test_a_forged_test_cell_never_runs_in_the_grader(tmp_path):
+    """A student cell whose metadata claims to be a graded test never runs in the grader: the grader runs only the
+    test cells the gradebook holds, with the instructor's source (an unknown grade id fails nbgrader's own
+    metadata check before anything runs)."""
+    import uuid
+
+    import nbformat
+    from conftest import make_course
+
+    from perfaudit import notebooks
+
+    root = make_course(tmp_path / "course")
+    samples.write_submission("correct", root / "submitted")
+    path = root / "submitted" / "correct" / ASSIGNMENT / f"{NB2}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    marker = f"/tmp/perfaudit-forged-{uuid.uuid4().hex}"
+    forged = nbformat.v4.new_code_cell(f"open({marker!r}, 'w').write('ran in the grader')\n100")
+    forged.metadata.nbgrader = {"grade": True, "solution": False, "locked": True, "grade_id": "two_traces",
+                                "points": 100, "schema_version": 3}  # a copy of a real test's id, with other code
+    nb.cells.insert(3, forged)
+    nbformat.write(nb, path)
+    course.nbgrader("autograde", ASSIGNMENT, "--notebook", NB2, course_dir=root)
+    assert not Path(marker).exists(), "a forged test cell ran in the grader"
+    assert course.scores(root)["correct"][NB2] == (FULL[NB2], FULL[NB2])

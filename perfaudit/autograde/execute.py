@@ -33,6 +33,18 @@ NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
 OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
 
 
+def instructor_cells(resources, course_id):
+    """{grade id: source} of the notebook's cells in the gradebook, or None when not autograding (no gradebook)."""
+    info = (resources or {}).get("nbgrader", {})
+    if not info.get("db_url") or not info.get("notebook") or not info.get("assignment"):
+        return None
+    from nbgrader.api import Gradebook
+
+    with Gradebook(info["db_url"], course_id) as gradebook:
+        notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
+        return {cell.name: cell.source for cell in notebook.source_cells}
+
+
 def not_run_error(reason):
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
@@ -68,6 +80,7 @@ class TrustedExecute(Execute):
         self._student_code_ran = False  # until then, an error is the environment's, unless the canary passes
         self._kernel_up = False
         self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
+        self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
             canary.check_once_per_process(self._notebook, self.config)
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
@@ -90,6 +103,13 @@ class TrustedExecute(Execute):
             raw = getattr(self._km, "raw_output", None)
             if raw is not None and (raw.kept or raw.dropped):  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
+
+    def _is_instructors(self, cell):
+        """Whether the cell is the instructor's, as the gradebook holds it (always so outside autograde)."""
+        if self._instructor is None:
+            return True
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        return grade_id in self._instructor and cell.source == self._instructor[grade_id]
 
     def _blame(self, what):
         """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution fails
@@ -138,7 +158,13 @@ class TrustedExecute(Execute):
             cell.outputs = [not_run_error(self._stopped)]
             return cell, resources
         if verdicts.is_test(cell):
-            return self._run_test(cell, resources)
+            if self._is_instructors(cell):
+                return self._run_test(cell, resources)
+            # A "test" the gradebook does not hold is the student's own cell with forged metadata: it runs in the
+            # kernel like any student code, as a plain cell, and is never scored.
+            self.log.warning("%s: a graded cell that is not the instructor's runs as student code, unscored",
+                             resources.get("nbgrader", {}).get("student"))
+            cell.metadata.pop("nbgrader", None)
         self._student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
@@ -162,7 +188,7 @@ class TrustedExecute(Execute):
         if self._channel is None:
             self._channel = KernelChannel(self.km, self._scratch)
             self._namespace = verdicts.StudentNamespace(self._channel)
-            verdicts.import_trusted_modules(self.nb, self._namespace)
+            verdicts.import_trusted_modules([c for c in self.nb.cells if self._is_instructors(c)], self._namespace)
         self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:

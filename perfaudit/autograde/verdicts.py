@@ -62,9 +62,9 @@ class StudentNamespace(dict):
             raise
 
 
-def import_trusted_modules(nb, namespace):
+def import_trusted_modules(cells, namespace):
     """Run here the import statements of the instructor's locked cells: the tests use the grader's modules."""
-    for cell in nb.cells:
+    for cell in cells:
         if cell.cell_type != "code" or not utils.is_locked(cell) or utils.is_solution(cell):
             continue
         try:
