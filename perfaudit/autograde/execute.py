@@ -19,8 +19,8 @@ import time
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
-from nbgrader.coursedir import CourseDirectory
 from nbgrader import utils
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
@@ -91,10 +91,11 @@ class TrustedExecute(Execute):
         except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
             if self._kernel_up:
                 raise
-            self._blame(f"the kernel did not start ({type(error).__name__}: {error})")
+            why = f"the kernel did not start ({type(error).__name__}: {error})"
+            self._blame(why)
             for cell in nb.cells:
                 if cell.cell_type == "code":
-                    cell.outputs = [not_run_error("not run: the kernel did not start with this submission's files")]
+                    cell.outputs = [not_run_error(f"not run: {why}")]
             return nb, resources
         finally:
             if self._channel is not None:

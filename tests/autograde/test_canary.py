@@ -84,3 +84,4 @@ def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(cl
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOT GRADED" not in done.stdout
     assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 20
+
