@@ -324,17 +324,6 @@ def _count(traces):
     return count
 
 
-def _expect_traces(jitted, traces, calls):
-    """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs."""
-    for argument, what, expected in calls:
-        before = _count(traces)
-        jitted(argument)
-        added = _count(traces) - before
-        if added != expected:
-            hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
-            _fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
-
-
 @in_student_process
 def clear_caches():
     """jax.clear_caches() where the student's functions live: every cached trace is dropped."""
