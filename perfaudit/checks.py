@@ -332,9 +332,10 @@ def clear_caches():
     jax.clear_caches()
 
 
-def _clear_caches_then(argument, what):
-    """A call after JAX's caches were cleared: a real trace counter goes up by one, a set of keys does not."""
-    return [(None, "jax.clear_caches()", None), (argument, f"{what} after jax.clear_caches()", 1)]
+def _clear_caches_then(*keys):
+    """Calls at seen keys [(argument, what)] after JAX's caches were cleared: a real trace counter goes up by one at
+    each, a set of keys does not, and two in a row leave no room for a counter that counts every other call."""
+    return [(None, "jax.clear_caches()", None)] + [(a, f"{what} after jax.clear_caches()", 1) for a, what in keys]
 
 
 def _shuffled_calls(rng, keys):
@@ -370,7 +371,7 @@ def check_retrace_on_new_shape(jitted, traces, rng=None):
     rng = rng or np.random.default_rng()
     sizes = rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], size=3, replace=False)  # no notebook's
     keys = [(_device_matrix(np.eye(int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
-    _expect_traces(jitted, traces, _shuffled_calls(rng, keys) + _clear_caches_then(*keys[0]))
+    _expect_traces(jitted, traces, _shuffled_calls(rng, keys) + _clear_caches_then(keys[0], keys[1]))
 
 
 def check_traces_follow_jit(jitted, traces, rng=None):
@@ -387,7 +388,7 @@ def check_traces_follow_jit(jitted, traces, rng=None):
     first_f32 = next(i for i, (_, what, _) in enumerate(calls) if what == keys[0][1])
     calls.insert(first_f32 + 1, (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array "
                                                          "(converted to float32: the key of the float32 call)", 0))
-    _expect_traces(jitted, traces, calls + _clear_caches_then(*keys[1]))
+    _expect_traces(jitted, traces, calls + _clear_caches_then(keys[1], keys[0]))
 
 
 # Notebook 2, Part C: predict how many new traces each call of a fixed sequence adds. The right answers are facts of
