@@ -102,7 +102,7 @@ class TrustedExecute(Execute):
                 self._channel.close()
             shutil.rmtree(self._scratch, ignore_errors=True)
             raw = getattr(self._km, "raw_output", None)
-            if raw is not None and (raw.kept or raw.dropped):  # escaped and capped: never the kernel's bytes as such
+            if raw:  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
 
     def _is_instructors(self, cell):

@@ -26,7 +26,7 @@ from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.autograde.verdicts import printable
 
 
-class RawOutput:
+class RawStream:
     """The first `limit` bytes a process writes to a pipe, the rest counted and dropped."""
 
     def __init__(self, limit):
@@ -37,15 +37,33 @@ class RawOutput:
 
     def _drain(self):
         while chunk := os.read(self.read_fd, 65536):
-            room = self.limit - len(self.kept)
-            self.kept += chunk[:max(room, 0)]
-            self.dropped += max(len(chunk) - max(room, 0), 0)
+            room = max(self.limit - len(self.kept), 0)
+            self.kept += chunk[:room]
+            self.dropped += max(len(chunk) - room, 0)
         os.close(self.read_fd)
 
     def text(self):
-        """What the kernel wrote, escaped for a person to read."""
         note = f"\n[{self.dropped} more bytes dropped by the grader]" if self.dropped else ""
         return printable(self.kept.decode(errors="replace")) + note
+
+
+class RawOutput:
+    """The kernel's file descriptors 1 and 2, each capped on its own: a flood on one never hides the other
+    (ipykernel echoes the two from separate threads, so their order is not fixed)."""
+
+    def __init__(self, limit):
+        self.stdout, self.stderr = RawStream(limit // 2), RawStream(limit - limit // 2)
+
+    def __bool__(self):
+        return any(stream.kept or stream.dropped for stream in (self.stdout, self.stderr))
+
+    def close_write_ends(self):
+        os.close(self.stdout.write_fd)
+        os.close(self.stderr.write_fd)
+
+    def text(self):
+        """What the kernel wrote, escaped for a person to read."""
+        return f"[stdout]\n{self.stdout.text()}\n[stderr]\n{self.stderr.text()}"
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -98,11 +116,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.memory_limit = memory.MemoryLimit(self.limits.memory_mb, os.path.basename(self._private))
         self._cleanup.callback(self.memory_limit.close)
         self.raw_output = RawOutput(self.limits.raw_output_bytes)
-        kw["stdout"] = kw["stderr"] = self.raw_output.write_fd
+        kw["stdout"], kw["stderr"] = self.raw_output.stdout.write_fd, self.raw_output.stderr.write_fd
         try:
             await super()._async_launch_kernel(self.memory_limit.command_prefix() + kernel_cmd, **kw)
         finally:
-            os.close(self.raw_output.write_fd)  # the kernel holds its own copy
+            self.raw_output.close_write_ends()  # the kernel holds its own copies
         self.memory_limit.watch(self.provisioner.process.pid)
 
     def _sandbox_connection_file(self, kernel_cmd):
