@@ -3,6 +3,7 @@
     python -m perfaudit.grade                       # grade submitted/*/performance-audit/
     python -m perfaudit.grade --from canvas.zip     # sort an LMS download into submitted/ first
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
+    python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
 """
 
 import argparse
@@ -10,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run
 from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
@@ -19,7 +21,10 @@ def parse(argv):
     parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
     parser.add_argument("--from", dest="download", type=Path, help="a Canvas or Moodle download: zip or folder")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes of the local cluster started here (default: cores)")
+    parser.add_argument("--scheduler", help="grade on a running Dask cluster: its scheduler's address "
+                        "(tcp://host:8786, tls://...) or scheduler file (docs/grading-at-scale.md)")
     parser.add_argument("--regrade", action="store_true", help="grade students already graded, too")
     parser.add_argument("--db", dest="db_url", help="gradebook URL, e.g. postgresql://user@host/db (default: config)")
     parser.add_argument("--cell-timeout", type=int, help="seconds per cell (default: Execute.timeout)")
@@ -36,7 +41,7 @@ def parse(argv):
 def main(argv=None):
     try:
         batch = run(parse(argv))
-    except (SandboxUnavailable, GradingEnvironmentError) as refusal:
+    except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
         print(refusal, file=sys.stderr)
         return 2
     if batch.environment:

@@ -1,13 +1,15 @@
 """The one-writer rule: workers grade into scratch gradebooks, the parent alone writes the course's gradebook.
 
-A worker runs nbgrader's own autograde against a private sqlite copy of the assignment's definition (its
-notebooks and cells, no submissions), so nothing it does can lock the course's gradebook. The parent then
-copies that student's results (scores, comments, timestamp, late penalty) into the course's gradebook,
-applying SaveAutoGrades' rule for needs_manual_grade against the manual scores the course gradebook holds.
+A grading task runs nbgrader's own autograde against a private sqlite copy of the assignment's definition (its
+notebooks and cells, no submissions), on whichever machine runs it, so nothing it does can lock the course's
+gradebook. It returns that student's results (scores, comments, timestamp, late penalty) as plain data; the
+client alone writes them into the course's gradebook, applying SaveAutoGrades' rule for needs_manual_grade
+against the manual scores the course gradebook holds.
 """
 
 import sqlite3
 from contextlib import contextmanager
+from datetime import datetime
 
 from nbgrader.api import Base, Gradebook
 from sqlalchemy import create_engine, insert, select
@@ -49,26 +51,44 @@ def opened(url, course_id):
         yield gradebook
 
 
-def merge_submission(scratch_url, course_gb, assignment, student):
-    """Copy one student's autograde results from a scratch gradebook into the course gradebook."""
-    with Gradebook(scratch_url, course_gb.course_id) as scratch:
+def read_submission(scratch_url, course_id, assignment, student):
+    """One student's autograde results in a scratch gradebook, as plain data (what a grading task returns).
+
+    {"timestamp": ISO text or None, "notebooks": {notebook: {"late_submission_penalty": x,
+    "grades": {grade id: auto score}, "comments": {comment id: auto comment}}}}
+    """
+    with Gradebook(scratch_url, course_id) as scratch:
         graded = scratch.find_submission(assignment, student)
-        course_gb.update_or_create_student(student)
-        target = course_gb.update_or_create_submission(assignment, student, timestamp=graded.timestamp)
-        for graded_nb in graded.notebooks:
-            target_nb = course_gb.find_submission_notebook(graded_nb.name, assignment, student)
-            target_nb.late_submission_penalty = graded_nb.late_submission_penalty
-            for grade in graded_nb.grades:
-                kept = course_gb.find_grade(grade.name, graded_nb.name, assignment, student)
-                kept.auto_score = grade.auto_score
-                # SaveAutoGrades' rule, against the manual score the course gradebook holds.
-                kept.needs_manual_grade = kept.manual_score is not None or kept.auto_score is None
-            for comment in graded_nb.comments:
-                course_gb.find_comment(comment.name, graded_nb.name, assignment, student).auto_comment = (
-                    comment.auto_comment
-                )
-        course_gb.db.commit()
-        return target
+        return {
+            "timestamp": graded.timestamp.isoformat() if graded.timestamp else None,
+            "notebooks": {
+                nb.name: {
+                    "late_submission_penalty": nb.late_submission_penalty,
+                    "grades": {grade.name: grade.auto_score for grade in nb.grades},
+                    "comments": {comment.name: comment.auto_comment for comment in nb.comments},
+                }
+                for nb in graded.notebooks
+            },
+        }
+
+
+def apply_submission(course_gb, assignment, student, results):
+    """Write one student's results (read_submission's plain data) into the course gradebook."""
+    timestamp = datetime.fromisoformat(results["timestamp"]) if results["timestamp"] else None
+    course_gb.update_or_create_student(student)
+    target = course_gb.update_or_create_submission(assignment, student, timestamp=timestamp)
+    for notebook, graded in results["notebooks"].items():
+        target_nb = course_gb.find_submission_notebook(notebook, assignment, student)
+        target_nb.late_submission_penalty = graded["late_submission_penalty"]
+        for name, auto_score in graded["grades"].items():
+            kept = course_gb.find_grade(name, notebook, assignment, student)
+            kept.auto_score = auto_score
+            # SaveAutoGrades' rule, against the manual score the course gradebook holds.
+            kept.needs_manual_grade = kept.manual_score is not None or kept.auto_score is None
+        for name, auto_comment in graded["comments"].items():
+            course_gb.find_comment(name, notebook, assignment, student).auto_comment = auto_comment
+    course_gb.db.commit()
+    return target
 
 
 def record_empty(course_gb, assignment, student):

@@ -1,43 +1,42 @@
-"""The batch: intake, diagnose, grade in workers, merge as the one gradebook writer, feedback, export, summary.
+"""The batch: intake, diagnose, grade on a Dask cluster, write as the one gradebook writer, export, summary.
 
-A student counts as graded when the gradebook holds their submission and the record in
-autograded/.batch-grading/<student>.json was made from the same submitted files; re-running grades only
-the others (or everyone, with regrade=True). A claim file there keeps several grading processes (several
-machines sharing one course directory and one PostgreSQL gradebook) off each other's students.
+Each student is one self-contained task (perfaudit/grade/task.py) run by a Dask worker (perfaudit/grade/engine.py:
+a local cluster by default, or --scheduler); it returns plain data, and this process alone writes the gradebook,
+autograded/ and feedback/. A student counts as graded when the gradebook holds their submission and the record
+in autograded/.batch-grading/<student>.json was made from the same submitted files; re-running grades only the
+others (or everyone, with regrade=True).
 """
 
 import hashlib
 import json
 import os
-import socket
 import stat
 import sys
 import tempfile
+import uuid
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 
+from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import diagnose, gradebook, intake, summary, versions, worker
+from perfaudit.grade import diagnose, engine, gradebook, intake, summary, task, versions, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
-STALE_CLAIM_S = 3 * 3600
 
 
 @dataclass
 class Options:
     course_dir: Path
     download: Path | None = None  # an LMS zip or folder to sort into submitted/ first
-    workers: int = os.cpu_count() or 1
+    workers: int = os.cpu_count() or 1  # worker processes of the local cluster (without scheduler)
+    scheduler: str | None = None  # a Dask scheduler's address (tcp://host:8786) or scheduler file: grade there
     regrade: bool = False
     db_url: str | None = None  # default: nbgrader_config.py's, else sqlite gradebook.db in the course
     cell_timeout: int | None = None  # default: nbgrader_config.py's Execute.timeout
@@ -52,7 +51,7 @@ class Options:
 class Batch:
     graded: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # graded before, unchanged
-    claimed_elsewhere: list = field(default_factory=list)
+    engine: str = ""  # where grading ran: perfaudit.grade.engine.describe()
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
     sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
     canary: str = ""  # what the canary found before grading, or that it was skipped
@@ -102,7 +101,7 @@ def fingerprint(folder):
 
 
 class State:
-    """Per-student records and claims under autograded/.batch-grading/."""
+    """Per-student records under autograded/.batch-grading/."""
 
     def __init__(self, autograded_dir):
         self.dir = Path(autograded_dir) / STATE_DIR
@@ -117,21 +116,6 @@ class State:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
         tmp.replace(path)
-
-    def claim(self, student):
-        path = self.dir / f"{student}.claim"
-        if path.exists() and time.time() - path.stat().st_mtime > STALE_CLAIM_S:
-            path.unlink(missing_ok=True)  # left by a process that died
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return False
-        os.write(fd, f"{socket.gethostname()} {os.getpid()}\n".encode())
-        os.close(fd)
-        return True
-
-    def release(self, student):
-        (self.dir / f"{student}.claim").unlink(missing_ok=True)
 
 
 def _coursedir(options):
@@ -148,10 +132,14 @@ def _expected_ids(course_gb):
 def run(options, out=sys.stdout):
     """Grade every submission in the course directory; print the summary; return the Batch.
 
-    Without a working sandbox this raises SandboxUnavailable before it grades anyone (PERFAUDIT_UNSANDBOXED=1:
-    grades all the same, and says so first thing and in the summary).
+    Without a working sandbox (here, or on a cluster's workers) this raises SandboxUnavailable before it grades
+    anyone (PERFAUDIT_UNSANDBOXED=1: grades all the same, and says so first thing and in the summary); a
+    --scheduler that does not answer raises engine.SchedulerUnreachable at once.
     """
-    sandbox.require()
+    if options.scheduler:
+        engine.probe(engine.scheduler_address(options.scheduler))
+    else:
+        sandbox.require()  # the local cluster's workers run here
     # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
     warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
     course_dir = Path(options.course_dir).resolve()
@@ -159,7 +147,7 @@ def run(options, out=sys.stdout):
     url, course_id = coursedir.db_url, coursedir.course_id
     submitted = Path(coursedir.format_path(coursedir.submitted_directory, ".", ".")).resolve()
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
-    settings = {"CourseDirectory.db_url": url}
+    settings = {}  # on top of nbgrader_config.py, for every task; never the gradebook's URL (it may hold a password)
     if options.cell_timeout:
         settings["Execute.timeout"] = options.cell_timeout
     if options.notebook_timeout:
@@ -180,11 +168,15 @@ def run(options, out=sys.stdout):
         print(report.report(), file=out)
 
     state = State(autograded)
-    batch = Batch(sandbox=sandbox.status(SandboxLimits(config=worker.course_config(course_dir, settings))))
-    print(f"Student code: {batch.sandbox}", file=out)
+    limits = SandboxLimits(config=worker.course_config(course_dir, settings))
+    batch = Batch(sandbox=sandbox.status(limits))
+    if not options.scheduler:  # a cluster's workers say it themselves, once connected
+        print(f"Student code: {batch.sandbox}", file=out)
     _check_versions(batch, out)
-    batch.canary = _canary(options, course_dir, settings, expected, out)
-    settings["TrustedExecute.canary"] = False  # checked once, here, for every worker
+    if not options.canary or os.environ.get(canary.SKIP) == "1":
+        batch.canary = "SKIPPED (asked for): the environment was not checked before grading"
+        settings["TrustedExecute.canary"] = False
+        print(f"Environment check: {batch.canary}", file=out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -195,24 +187,11 @@ def run(options, out=sys.stdout):
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:
             batch.skipped.append(student)
             continue
-        if not state.claim(student):
-            batch.claimed_elsewhere.append(student)
-            continue
         todo[student] = (diagnose.diagnose(work, expected), print_)
 
     started = time.monotonic()
-    try:
-        _grade(options, course_dir, url, course_id, settings, todo, state, autograded, batch)
-    finally:  # an interrupted run leaves no claim behind: the next run takes those students up
-        for student in todo:
-            state.release(student)
+    _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
-
-    with_notebooks = [s for s in batch.graded if (autograded / s / ASSIGNMENT).is_dir()]
-    if options.feedback and with_notebooks:
-        started = time.monotonic()
-        _feedback(options, course_dir, settings, with_notebooks, coursedir, state)
-        batch.seconds["feedback"] = time.monotonic() - started
     started = time.monotonic()
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
@@ -220,21 +199,6 @@ def run(options, out=sys.stdout):
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
     return batch
-
-
-def _canary(options, course_dir, settings, expected, out):
-    """The instructor's solutions full marks, the release none, through the pipeline: or stop before grading."""
-    if not options.canary or os.environ.get(canary.SKIP) == "1":
-        line = "SKIPPED (asked for): the environment was not checked before grading"
-    else:
-        config = worker.course_config(course_dir, {**settings, "CourseDirectory.assignment_id": ASSIGNMENT})
-        started = time.monotonic()
-        for notebook in sorted(expected):
-            canary.check_notebook(notebook, config)  # GradingEnvironmentError: nobody is graded
-        line = (f"passed: the instructor's solutions score full marks and the release none, through this pipeline "
-                f"({time.monotonic() - started:.0f} s)")
-    print(f"Environment check: {line}", file=out)
-    return line
 
 
 def _check_versions(batch, out):
@@ -251,62 +215,134 @@ def _record_versions(url, autograded, batch):
         versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
-def _pool(options, state):
-    return ProcessPoolExecutor(
-        max_workers=max(1, options.workers),
-        mp_context=get_context("spawn"),
-        initializer=worker.start,
-        initargs=(str(state.dir / "workers.log"),),
-    )
-
-
-def _grade(options, course_dir, url, course_id, settings, todo, state, autograded, batch):
+def _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out):
+    """Grade the students in todo: each gradable one as a task on the cluster, the client writing every result."""
+    url, course_id = coursedir.db_url, coursedir.course_id
+    autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     progress = Progress(len(todo), options.progress)
-    with tempfile.TemporaryDirectory(prefix="perfaudit-grade-") as scratch_dir:
-        template = Path(scratch_dir) / "template.db"
-        gradebook.make_template(url, template, course_id)
-        with gradebook.opened(url, course_id) as course_gb:
-            jobs = {}
-            for student, (found, _) in todo.items():
-                _remove_tree(Path(autograded) / student / ASSIGNMENT)  # no stale notebook survives a regrade
-                if found.gradable:
-                    jobs[student] = (ASSIGNMENT, student, found.gradable, str(template), scratch_dir, settings)
-                else:
-                    gradebook.record_empty(course_gb, ASSIGNMENT, student)
-                    _finish(state, student, todo[student], {}, batch, progress, 0)
-
-            def zero(student, why):  # grading this student failed: 0 with the reason, the others go on
+    with gradebook.opened(url, course_id) as course_gb:
+        jobs = {}  # {student: notebooks to grade}
+        for student, (found, _) in todo.items():
+            _remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
+            _remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
+            if found.gradable:
+                jobs[student] = found.gradable
+            else:
                 gradebook.record_empty(course_gb, ASSIGNMENT, student)
-                _finish(state, student, todo[student], dict.fromkeys(jobs.pop(student)[2], why), batch, progress, 0)
+                _finish(state, student, todo[student], {}, batch, progress, 0)
+        if not jobs:
+            return
+        with tempfile.TemporaryDirectory(prefix="perfaudit-grade-") as scratch_dir:
+            template = Path(scratch_dir) / "template.db"
+            gradebook.make_template(url, template, course_id)
+            spec = task.definition(course_dir, ASSIGNMENT, expected, template)
+        with engine.cluster(options.scheduler, options.workers, log=state.dir / "workers.log") as client:
+            batch.engine = engine.describe(client)
+            print(f"Grading on: {batch.engine}", file=out)
+            if options.scheduler:
+                _check_workers_sandbox(client, limits, batch, out)
+            writer = _Writer(course_gb, coursedir, state, todo, batch, progress)
+            broken = _run_tasks(client, spec, jobs, settings, options, writer)
+    if broken:
+        raise canary.GradingEnvironmentError(broken)
+    if "TrustedExecute.canary" not in settings:
+        graders = len(writer.processes)
+        batch.canary = (f"passed in each of the {graders} grading process(es) before its first student: the "
+                        "instructor's solutions score full marks and the release none, through this pipeline")
 
-            for attempt in (1, 2):  # a worker that crashed takes the pool down: retry the rest once
-                if not jobs:
-                    break
-                with _pool(options, state) as pool:
-                    futures = {pool.submit(worker.autograde, str(course_dir), *job): s for s, job in jobs.items()}
-                    for future in as_completed(futures):
-                        student = futures[future]
-                        try:
-                            result = future.result()
-                        except BrokenProcessPool:
-                            continue
-                        except Exception as error:
-                            zero(student, f"grading failed: {type(error).__name__}: {error}")
-                            continue
-                        scratch = result["scratch"]
-                        if result["environment"]:  # nothing of this student is recorded: the next run grades them
-                            Path(scratch).unlink(missing_ok=True)
-                            jobs.pop(student)
-                            batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
-                            state.release(student)
-                            progress.step(0)
-                            continue
-                        gradebook.merge_submission(gradebook.sqlite_url(scratch), course_gb, ASSIGNMENT, student)
-                        Path(scratch).unlink(missing_ok=True)
-                        notebooks = len(jobs.pop(student)[2])
-                        _finish(state, student, todo[student], result["failures"], batch, progress, notebooks)
-            for student in list(jobs):
-                zero(student, "the grading process crashed twice on this submission")
+
+def _check_workers_sandbox(client, limits, batch, out):
+    """Every worker runs student code in its sandbox (or was started with PERFAUDIT_UNSANDBOXED=1), or none grades."""
+    values = {name: getattr(limits, name) for name in limits.trait_names(config=True)}
+    found = client.run(task.sandbox_status, values)
+    for worker_address, (refusal, _) in sorted(found.items()):
+        if refusal:
+            raise sandbox.SandboxUnavailable(f"On the Dask worker {worker_address}: {refusal}")
+    batch.sandbox = "; ".join(sorted({line for _, line in found.values()}))
+    print(f"Student code (on the workers): {batch.sandbox}", file=out)
+
+
+def _run_tasks(client, spec, jobs, settings, options, writer):
+    """Submit a window of tasks at a time, write each result as it comes; the canary's failure message, or None."""
+    definition = client.submit(task.hold, spec, key=f"definition-{spec['digest'][:16]}", pure=False)
+    run_id = uuid.uuid4().hex[:8]
+    pending = iter(sorted(jobs))
+    window = max(8, 2 * sum(client.nthreads().values()))
+    futures = {}
+
+    def submit_next():
+        student = next(pending, None)
+        if student is None:
+            return None
+        files = task.submitted_files(writer.submitted_folder(student))
+        future = client.submit(task.grade, definition, student, files, jobs[student], settings, options.feedback,
+                               key=f"grade-{student}-{run_id}", pure=False)
+        futures[future] = student
+        return future
+
+    running = as_completed([f for f in (submit_next() for _ in range(window)) if f is not None], loop=client.loop)
+    for future in running:
+        student = futures.pop(future)
+        try:
+            result = future.result()
+        except engine.KilledWorker as error:
+            writer.zero(student, jobs[student], f"grading it killed the worker process {error.allowed_failures + 1} "
+                        "times: not tried again (distributed.scheduler.allowed-failures)")
+        except Exception as error:  # a fault of the grader's code on that worker: 0 with the reason, the rest go on
+            writer.zero(student, jobs[student], f"grading failed: {type(error).__name__}: {error}")
+        else:
+            if not task.is_plain(result):
+                writer.zero(student, jobs[student], "grading failed: the task returned something other than plain data")
+            elif result["canary"]:  # this worker's environment is broken: stop, grade nobody more
+                client.cancel(list(futures))
+                return f"{result['canary']} (Dask worker on {result['host']}, process {result['pid']})"
+            else:
+                writer.write(result, jobs[student])
+        future.release()
+        following = submit_next()
+        if following is not None:
+            running.add(following)
+    return None
+
+
+class _Writer:
+    """The one writer: a task's plain data into the course gradebook, autograded/, feedback/ and the records."""
+
+    def __init__(self, course_gb, coursedir, state, todo, batch, progress):
+        self.course_gb, self.coursedir, self.state, self.todo = course_gb, coursedir, state, todo
+        self.batch, self.progress = batch, progress
+        self.processes = set()  # (host, pid) of every process that graded a student
+
+    def _folder(self, kind, student):
+        return Path(self.coursedir.format_path(kind, student, ASSIGNMENT))
+
+    def submitted_folder(self, student):
+        return self._folder(self.coursedir.submitted_directory, student)
+
+    def zero(self, student, notebooks, why):
+        """Grading this student failed: 0 with the reason; the others go on."""
+        gradebook.record_empty(self.course_gb, ASSIGNMENT, student)
+        _finish(self.state, student, self.todo[student], dict.fromkeys(notebooks, why), self.batch, self.progress, 0)
+
+    def write(self, result, notebooks):
+        student = result["student"]
+        self.processes.add((result["host"], result["pid"]))
+        if result["environment"]:  # nothing of this student is recorded: the next run grades them
+            self.batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
+            self.progress.step(0)
+            return
+        if result["results"] is None:
+            self.zero(student, notebooks, "; ".join(sorted(set(result["failures"].values()))))
+            return
+        gradebook.apply_submission(self.course_gb, ASSIGNMENT, student, result["results"])
+        task.write_tree(result["autograded"], self._folder(self.coursedir.autograded_directory, student))
+        task.write_tree(result["feedback"], self._folder(self.coursedir.feedback_directory, student))
+        _finish(self.state, student, self.todo[student], result["failures"], self.batch, self.progress,
+                len(notebooks))
+        if result["feedback_failure"]:
+            record = self.state.record(student)
+            record["feedback_failure"] = result["feedback_failure"]
+            self.state.save(student, record)
 
 
 def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
@@ -315,7 +351,6 @@ def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
     for nb, why in failures.items():
         reasons.setdefault(nb, []).append(why)
     state.save(student, {"fingerprint": print_, "reasons": reasons, "graded_at": time.time()})
-    state.release(student)
     batch.graded.append(student)
     progress.step(notebooks)
 
@@ -328,16 +363,3 @@ def _remove_tree(path):
             if not sub.is_symlink():  # a student's symlink must not point a chmod at the grader's files
                 os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
         shutil.rmtree(path)
-
-
-def _feedback(options, course_dir, settings, students, coursedir, state):
-    for student in students:
-        _remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
-    with _pool(options, state) as pool:
-        futures = [pool.submit(worker.feedback, str(course_dir), ASSIGNMENT, s, settings) for s in students]
-        for future in as_completed(futures):
-            result = future.result()
-            if result["failure"]:
-                record = state.record(result["student"])
-                record["feedback_failure"] = result["failure"]
-                state.save(result["student"], record)

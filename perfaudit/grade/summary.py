@@ -60,8 +60,8 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     for student, whys in sorted(batch.environment.items()):
         for why in whys:
             print(f"NOT GRADED (the grading environment's fault, not the student's): {student} {why}", file=out)
-    if batch.claimed_elsewhere:
-        print(f"Being graded by another process now: {', '.join(batch.claimed_elsewhere)}", file=out)
+    if batch.engine:
+        print(f"Graded on: {batch.engine}", file=out)
     if not scores:
         print("No submissions in the gradebook.", file=out)
         return

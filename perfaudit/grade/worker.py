@@ -1,4 +1,4 @@
-"""What runs in a worker process: nbgrader's own autograde and generate_feedback, one student at a time.
+"""What a grading task runs (perfaudit/grade/task.py): nbgrader's own autograde and generate_feedback, one student.
 
 Everything nbgrader_config.py sets (preprocessor lists, Execute's settings, a kernel manager) applies here
 exactly as it does to plain `nbgrader autograde`, the sandbox's limits (SandboxLimits) included.
@@ -18,16 +18,20 @@ from traitlets.config.loader import PyFileConfigLoader
 from perfaudit.grade import gradebook
 
 
-def start(log_path):
-    """Worker initializer: the venv first on PATH (nbgrader calls `alembic`), and a log.
+def venv_first_on_path():
+    """nbgrader calls the `alembic` command: the one beside this Python must come first on PATH."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    logging.getLogger("traitlets").setLevel(logging.WARNING)
 
-    Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar.
-    """
+
+def output_to_log(log_path):
+    """Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar."""
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    logging.getLogger("traitlets").setLevel(logging.WARNING)
+    os.close(log)
 
 
 def course_config(course_dir, settings=None):

@@ -1,0 +1,119 @@
+"""Where grading tasks run: Dask distributed, on a cluster started here or on one that already runs.
+
+Without a scheduler address, `cluster()` starts an embedded `distributed.LocalCluster`: one single-threaded worker
+process per core (or --workers), scheduler and workers bound to loopback, no dashboard. With `--scheduler
+tcp://host:8786` (or a scheduler file written by `dask scheduler --scheduler-file`) it connects to that cluster;
+an address that does not answer is refused at once with what to do. docs/grading-at-scale.md shows how to start a
+cluster (`dask scheduler`, `dask worker`, dask-jobqueue, Kubernetes) and how to secure one with TLS.
+
+A worker that dies mid-grading (killed, out of memory) loses its task to another worker; a task that has been on
+`distributed.scheduler.allowed-failures` + 1 dying workers is failed with KilledWorker and not tried again. Here
+that number defaults to 2 (Dask's own default is 3), and a worker takes one task at a time
+(`worker-saturation` 1.0), so a worker's death counts against the submission it was grading only.
+"""
+
+import json
+import logging
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import dask
+from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
+
+# Defaults only: a Dask configuration file or DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES still wins.
+dask.config.update_defaults({"distributed": {"scheduler": {"allowed-failures": 2, "worker-saturation": 1.0}}})
+CONNECT_TIMEOUT_S = 5
+
+__all__ = ["KilledWorker", "SchedulerUnreachable", "cluster", "describe", "probe", "scheduler_address"]
+
+
+class SchedulerUnreachable(RuntimeError):
+    """--scheduler names a cluster that cannot be reached: nothing was graded."""
+
+
+def scheduler_address(scheduler):
+    """The address from `tcp://host:port`, `host:port` or a scheduler file's path."""
+    if "://" in scheduler:
+        return scheduler
+    path = Path(scheduler)
+    if path.is_file():
+        try:
+            return json.loads(path.read_text())["address"]
+        except (ValueError, KeyError) as error:
+            raise SchedulerUnreachable(f"{scheduler} is not a Dask scheduler file ({error})") from None
+    if ":" in scheduler and not path.suffix:
+        return f"tcp://{scheduler}"
+    raise SchedulerUnreachable(f"no scheduler file at {scheduler} (and it is not an address like tcp://host:8786)")
+
+
+def probe(address):
+    """Fail at once, with the reason, when nothing listens at the address (Dask's client would retry for a while)."""
+    parts = urlsplit(address)
+    if parts.scheme not in ("tcp", "tls"):
+        return  # other transports (inproc, ucx) are Dask's to check
+    try:
+        with socket.create_connection((parts.hostname, parts.port or 8786), timeout=CONNECT_TIMEOUT_S):
+            pass
+    except OSError as error:
+        raise SchedulerUnreachable(
+            f"cannot reach the Dask scheduler at {address}: {error.strerror or error}. Nothing was graded. Start it "
+            "(`dask scheduler`, docs/grading-at-scale.md) or correct --scheduler; without --scheduler, grading "
+            "runs on this machine."
+        ) from None
+
+
+class OutputToLog(WorkerPlugin):
+    """On each worker process of the embedded cluster, restarted ones too: kernels' stderr into the run's log."""
+
+    name = "perfaudit-output-to-log"
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def setup(self, worker):
+        from perfaudit.grade.worker import output_to_log
+
+        output_to_log(self.path)
+
+
+@contextmanager
+def cluster(scheduler=None, workers=1, log=None):
+    """A connected distributed.Client: to `scheduler`, or to an embedded local cluster of `workers` processes."""
+    if scheduler:
+        address = scheduler_address(scheduler)
+        probe(address)
+        try:
+            client = Client(address, timeout=f"{4 * CONNECT_TIMEOUT_S}s", set_as_default=False)
+        except OSError as error:
+            raise SchedulerUnreachable(f"cannot connect to the Dask scheduler at {address}: {error}") from None
+        with client:
+            yield client
+        return
+    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR) as local:
+        with Client(local, set_as_default=False) as client:
+            if log:
+                client.register_plugin(OutputToLog(log))
+            yield client
+
+
+def allowed_failures(client):
+    return client.run_on_scheduler(_allowed_failures)
+
+
+def _allowed_failures(dask_scheduler):
+    return dask_scheduler.allowed_failures
+
+
+def describe(client):
+    """One line: where grading runs, and how often a submission whose grading kills its worker is tried."""
+    info = client.scheduler_info(n_workers=-1)
+    workers = info["workers"].values()
+    hosts = {w["host"] for w in workers}
+    threads = sum(w["nthreads"] for w in workers)
+    tries = allowed_failures(client) + 1
+    return (f"Dask scheduler {info['address']}: {len(workers)} worker process(es), {threads} thread(s), on "
+            f"{len(hosts)} host(s); a submission whose grading kills its worker is tried {tries} times at most "
+            f"(distributed.scheduler.allowed-failures = {tries - 1})")

@@ -1,0 +1,190 @@
+"""The grading task: one student's submission in, plain data out; it needs nothing of the client's machine.
+
+The client builds the assignment's definition once (`definition`: nbgrader_config.py, the instructor's source and
+release notebooks, a gradebook holding the assignment and no student) and, for each student, reads the submitted
+files as bytes (`submitted_files`). On a worker, `grade` lays the definition out as a private course directory
+(once per worker process, so the canary's once-per-process verdicts hold), writes the submission into it, runs the
+same per-student pipeline as `python -m perfaudit.grade` on one machine (perfaudit/grade/worker.py: nbgrader's
+autograde with the course's plug-ins, student code in the sandbox on that worker), and returns a dict of strings,
+numbers and bytes that the grader's own code built: the scores read from its scratch gradebook, the autograded
+folder's files and the feedback pages as bytes, and the reasons. Nothing student code made crosses back, and the
+client alone writes the course's gradebook and folders.
+"""
+
+import hashlib
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from nbgrader.api import MissingEntry
+from nbgrader.coursedir import CourseDirectory
+
+from perfaudit.autograde import canary, submission
+from perfaudit.grade import gradebook, worker
+
+CONFIG_FILE = "nbgrader_config.py"
+_lock = threading.Lock()  # one student at a time per process, whatever the worker's thread count
+_courses = {}  # {definition digest: this process's course directory for it}
+
+
+def definition(course_dir, assignment, notebooks, template_path):
+    """The assignment as plain data: what a worker needs to grade its notebooks, and a digest that names it."""
+    course_dir = Path(course_dir)
+    coursedir = CourseDirectory(config=worker.course_config(course_dir))
+    files = {CONFIG_FILE: (course_dir / CONFIG_FILE).read_bytes()}
+    for directory in (coursedir.source_directory, coursedir.release_directory):
+        files.update(read_tree(course_dir / directory / assignment, prefix=f"{directory}/{assignment}"))
+    template = Path(template_path).read_bytes()
+    digest = hashlib.sha256(template)
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    return {"assignment": assignment, "notebooks": sorted(notebooks), "files": files, "template": template,
+            "digest": digest.hexdigest()}
+
+
+def read_tree(folder, prefix=""):
+    """{relative path: bytes} of the regular files under folder, each opened without following a link."""
+    found = {}
+    folder = Path(folder)
+    if not folder.is_dir():
+        return found
+    for root, dirs, files in os.walk(folder):  # never follows a linked folder
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as handle:
+                if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                    relative = path.relative_to(folder).as_posix()
+                    found[f"{prefix}/{relative}" if prefix else relative] = handle.read(submission.MAX_FILE_BYTES)
+    return found
+
+
+def submitted_files(folder):
+    """The submission's files as bytes, for the task (intake and diagnose have refused anything but regular files)."""
+    return read_tree(folder)
+
+
+def write_tree(files, into):
+    """Write {relative path: bytes} under `into`, refusing any path that would leave it."""
+    into = Path(into).resolve()
+    for relative, data in files.items():
+        target = (into / relative).resolve()
+        if into not in target.parents:
+            raise ValueError(f"refused a path outside the folder: {relative!r}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def is_plain(value):
+    """True when value is made of dicts, lists, strings, bytes, numbers, booleans and None only."""
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return all(is_plain(v) for v in value)
+    return value is None or type(value) in (str, bytes, int, float, bool)
+
+
+def _course(spec):
+    """This process's course directory for the definition, laid out on first use."""
+    root = _courses.get(spec["digest"])
+    if root is None or not root.is_dir():
+        root = Path(tempfile.mkdtemp(prefix="perfaudit-course-", dir=_local_directory()))
+        write_tree(spec["files"], root)
+        (root / "template.db").write_bytes(spec["template"])
+        _courses[spec["digest"]] = root
+    return root
+
+
+def _local_directory():
+    """The Dask worker's own scratch folder (removed with the worker), else the system's temporary folder."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().local_directory
+    except (ImportError, ValueError):
+        return None
+
+
+def _canary_failure(root, spec, settings):
+    """None when this process's canary passed for every notebook (run at most once per process), else why not."""
+    if not settings.get("TrustedExecute.canary", True) or os.environ.get(canary.SKIP) == "1":
+        return None
+    config = worker.course_config(root, {**settings, "CourseDirectory.assignment_id": spec["assignment"]})
+    try:
+        for notebook in spec["notebooks"]:
+            canary.check_once_per_process(notebook, config)
+    except canary.GradingEnvironmentError as error:
+        return str(error)
+    return None
+
+
+def _clear(root, student):
+    for folder in ("submitted", "autograded", "feedback"):
+        target = root / folder / student
+        if target.exists():
+            for sub in [target, *target.rglob("*")]:
+                if not sub.is_symlink():
+                    os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
+            shutil.rmtree(target)
+
+
+def grade(spec, student, files, notebooks, settings, feedback=True):
+    """Grade one submission on this machine; return plain data only (see the module's docstring).
+
+    spec: definition(); files: {relative path: bytes} of submitted/<student>/<assignment>/; notebooks: the names
+    to grade; settings: {"Section.trait": value} on top of the course's nbgrader_config.py.
+    """
+    with _lock:
+        worker.venv_first_on_path()
+        started, assignment = time.monotonic(), spec["assignment"]
+        root = _course(spec)
+        result = {"student": student, "host": os.uname().nodename, "pid": os.getpid(), "canary": None,
+                  "failures": {}, "environment": {}, "results": None, "autograded": {}, "feedback": {},
+                  "feedback_failure": None}
+        result["canary"] = _canary_failure(root, spec, settings)
+        if result["canary"]:
+            return result
+        _clear(root, student)
+        write_tree(files, root / "submitted" / student / assignment)
+        with tempfile.TemporaryDirectory(prefix="perfaudit-scratch-", dir=root) as scratch_dir:
+            graded = worker.autograde(str(root), assignment, student, notebooks, str(root / "template.db"),
+                                      scratch_dir, settings)
+            result["failures"], result["environment"] = graded["failures"], graded["environment"]
+            if not result["environment"]:
+                url = graded["scratch"] and gradebook.sqlite_url(graded["scratch"])
+                course_id = CourseDirectory(config=worker.course_config(root)).course_id
+                try:
+                    result["results"] = gradebook.read_submission(url, course_id, assignment, student)
+                except MissingEntry:  # nbgrader graded none of its notebooks: the failures say why
+                    result["results"] = None
+                result["autograded"] = read_tree(root / "autograded" / student / assignment)
+                if feedback and result["autograded"]:
+                    done = worker.feedback(str(root), assignment, student, {**settings, "CourseDirectory.db_url": url})
+                    result["feedback_failure"] = done["failure"]
+                    result["feedback"] = read_tree(root / "feedback" / student / assignment)
+        _clear(root, student)
+        result["seconds"] = time.monotonic() - started
+        return result
+
+
+def hold(spec):
+    """The definition as a task of its own: a worker that loses it gets it again from the scheduler."""
+    return spec
+
+
+def sandbox_status(limits):
+    """(why this worker refuses to run student code, or None; the line saying how student code runs here)."""
+    from perfaudit.autograde import sandbox
+    from perfaudit.autograde.limits import SandboxLimits
+
+    try:
+        sandbox.require()
+        refusal = None
+    except sandbox.SandboxUnavailable as error:
+        refusal = str(error)
+    return refusal, sandbox.status(SandboxLimits(**limits))
