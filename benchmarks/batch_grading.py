@@ -1,127 +1,157 @@
-"""Benchmark: python -m perfaudit.grade against plain serial `nbgrader autograde`, side by side in one run.
+"""Benchmark: python -m perfaudit.grade on Dask (1 and 2 local workers, a loopback cluster) against plain nbgrader.
 
-    python benchmarks/batch_grading.py [--students 40] [--workers N]
+    python benchmarks/batch_grading.py [--students 40]
 
-One temporary course directory, 40 generated submissions x 4 notebooks cycling through the sample mix of
-perfaudit/samples.py (correct, untouched, partly right, and the typical mistakes). Plain nbgrader grades
-them all, then this command grades them all again (--regrade) in the same course directory; the scores of
-every submission must be identical. The floor is bare `python` running each notebook's code (as graded,
-hidden tests included, from the correct submission) as a script in a copy of its autograded folder.
-Prints wall times, how many cores each grader kept busy, the throughput ratio with the ceiling the machine's
-cores leave it, and the per-notebook time against the floor. Nothing here is a test: timings depend on the
-machine and on what else runs on it (the load average is printed; the CPU figures assume an idle machine).
+Two temporary course directories hold the same submissions: --students of them (default 40) x 4 notebooks,
+cycling through the sample mix of perfaudit/fixtures/samples.py (honest work: correct, untouched, partly right,
+the typical mistakes). One is graded by plain serial `nbgrader autograde` 0.9.6 with no course configuration (only
+the course id: hidden tests in the student's kernel, no sandbox). The other is graded by this course's command, in
+turn with a local cluster of 1 worker, of 2 workers, and on a `dask scheduler` with two `dask worker` processes on
+loopback (two simulated machines, started before the clock starts), each run --regrade --no-feedback
+--skip-canary (the canary is a fixed cost per worker process, measured by benchmarks/grading_cost.py).
+
+Prints each run's wall time, the busy cores, the throughput ratios, the engine's overhead per notebook (the
+grading phase's wall time with 1 worker less the tasks' own time on the worker: cluster start, the assignment's
+definition, reading submissions, moving results, writing the gradebook) as a share of a notebook's grading time,
+and whether every submission scored as plain nbgrader scored it, notebook by notebook. Nothing here is a test:
+timings depend on the machine and on what else runs on it (the load average is printed).
 """
 
 import argparse
+import io
 import os
-import shutil
-import statistics
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import make_course  # noqa: E402
+from grading_cost import make_bare_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
+from perfaudit.grade.run import Options, run  # noqa: E402
 
 
 def _machine_busy_s():
-    """CPU seconds every core of this machine has spent busy since boot (Linux /proc/stat).
-
-    A grader's kernels and sandboxes are not all waited for by the process that started them, so per-process
-    accounting misses them; on an otherwise idle machine the whole machine's busy time is the run's.
-    """
+    """CPU seconds every core of this machine has spent busy since boot (Linux /proc/stat)."""
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     user, nice, system, _idle, _iowait, irq, softirq, steal = fields[:8]
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def timed(command, cwd, busy=None):
-    """Wall seconds of a command; with busy={} also the machine's busy CPU seconds meanwhile."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    cpu_before, started = _machine_busy_s(), time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+def _env():
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _fill(root, students):
+    mix = sorted(samples.SAMPLES)
+    for i in range(students):
+        name = mix[i % len(mix)]
+        samples.write_submission(name, root / "submitted")
+        (root / "submitted" / name).rename(root / "submitted" / f"s{i + 1:02d}-{name}")
+
+
+def _plain(root):
+    cpu, started = _machine_busy_s(), time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=root,
+                          env=_env(), capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    if busy is not None:
-        busy["cpu_s"] = _machine_busy_s() - cpu_before
-    return seconds
+        raise SystemExit(f"plain nbgrader failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started, _machine_busy_s() - cpu, None
 
 
-def floor_per_notebook(root, student, repeats=2):
-    """Bare python running each autograded notebook's code cells as one script: mean seconds per notebook."""
-    times = []
-    for filename in paths.STAGES.values():
-        nb = nbformat.read(root / "autograded" / student / ASSIGNMENT / filename, as_version=4)
-        code = "\n\n".join(c.source for c in nb.cells if c.cell_type == "code")
-        for _ in range(repeats):
-            with tempfile.TemporaryDirectory() as folder:
-                # the non-notebook files autograde would copy beside the notebook
-                no_notebooks = shutil.ignore_patterns("*.ipynb")
-                shutil.copytree(root / "source" / ASSIGNMENT, folder, dirs_exist_ok=True, ignore=no_notebooks)
-                script = Path(folder) / "notebook_as_script.py"
-                script.write_text(code)
-                times.append(timed([sys.executable, str(script)], cwd=folder))
-    return statistics.mean(times)
+def _ours(root, **where):
+    options = Options(course_dir=root, regrade=True, feedback=False, progress=False, canary=False, **where)
+    cpu, started = _machine_busy_s(), time.perf_counter()
+    batch = run(options, out=io.StringIO())
+    return time.perf_counter() - started, _machine_busy_s() - cpu, batch
+
+
+class LoopbackCluster:
+    """`dask scheduler` and two `dask worker` processes on 127.0.0.1, as docs/grading-at-scale.md starts them."""
+
+    def __enter__(self):
+        from distributed import Client
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.address = f"tcp://127.0.0.1:{port}"
+        dask, quiet = Path(sys.executable).parent / "dask", {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.processes = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                                            "--no-dashboard"], env=_env(), **quiet)]
+        self.processes += [subprocess.Popen([dask, "worker", self.address, "--nworkers", "1", "--nthreads", "1",
+                                             "--host", "127.0.0.1", "--no-dashboard", "--memory-limit", "0"],
+                                            env=_env(), **quiet) for _ in range(2)]
+        with Client(self.address, timeout="60s", set_as_default=False) as client:
+            client.wait_for_workers(2, timeout=120)
+        return self
+
+    def __exit__(self, *_):
+        for process in reversed(self.processes):
+            process.terminate()
+        for process in self.processes:
+            process.wait(timeout=60)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=40)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    mix = sorted(samples.SAMPLES)
     notebooks = args.students * len(paths.STAGES)
+    rows = {}
     with tempfile.TemporaryDirectory(prefix="perfaudit-bench-") as tmp:
-        root = make_course(Path(tmp))
-        for i in range(args.students):
-            name = mix[i % len(mix)]
-            folder = samples.write_submission(name, root / "submitted")
-            folder.parent.rename(root / "submitted" / f"s{i + 1:02d}-{name}")
+        bare, ours = make_bare_course(Path(tmp) / "bare"), make_course(Path(tmp) / "course")
+        _fill(bare, args.students)
+        _fill(ours, args.students)
         load_before = os.getloadavg()
-
-        plain_cpu, ours_cpu = {}, {}
-        plain_s = timed([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--force"], cwd=root, busy=plain_cpu)
-        plain = course.scores(root)
-        ours_s = timed(
-            [sys.executable, "-m", "perfaudit.grade", "--regrade", "--no-feedback", "--no-progress",
-             f"--workers={args.workers}"],
-            cwd=root,
-            busy=ours_cpu,
-        )
-        ours = course.scores(root)
-        floor_s = floor_per_notebook(root, "s01-correct")
+        rows["plain nbgrader 0.9.6, no course configuration, serial"] = _plain(bare)
+        plain_scores = course.scores(bare)
+        scores = {}
+        for label, where in (("perfaudit.grade, local cluster, 1 worker", {"workers": 1}),
+                             ("perfaudit.grade, local cluster, 2 workers", {"workers": 2})):
+            rows[label] = _ours(ours, **where)
+            scores[label] = course.scores(ours)
+        with LoopbackCluster() as cluster:
+            label = "perfaudit.grade, dask scheduler + 2 dask workers, loopback"
+            rows[label] = _ours(ours, scheduler=cluster.address)
+            scores[label] = course.scores(ours)
         load_after = os.getloadavg()
 
-    differing = sorted(s for s in plain if plain[s] != ours.get(s))
-    print(f"batch grading benchmark: {args.students} submissions x {len(paths.STAGES)} notebooks = {notebooks}, "
-          f"mix of {len(mix)} samples, {os.cpu_count()} cores, {args.workers} workers")
+    print(f"batch grading benchmark: {args.students} submissions x {len(paths.STAGES)} notebooks = {notebooks}, mix "
+          f"of {len(samples.SAMPLES)} samples, {os.cpu_count()} cores; canary skipped, feedback not generated")
     print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/{load_before[2]:.1f}, "
           f"after {load_after[0]:.1f}/{load_after[1]:.1f}/{load_after[2]:.1f}")
-    print(f"plain nbgrader autograde (serial):   {plain_s:7.1f} s  {plain_s / notebooks:5.2f} s/notebook")
-    print(f"python -m perfaudit.grade:           {ours_s:7.1f} s  {ours_s / notebooks:5.2f} s/notebook "
-          "(export and summary included, feedback not)")
-    print(f"floor, bare python per notebook:                {floor_s:5.2f} s/notebook (correct submission, mean)")
-    plain_busy, ours_busy = plain_cpu["cpu_s"] / plain_s, ours_cpu["cpu_s"] / ours_s
-    print(f"busy cores (machine CPU seconds per wall second): plain nbgrader {plain_busy:.2f}, perfaudit.grade "
-          f"{ours_busy:.2f} of {os.cpu_count()}; CPU per notebook: plain {plain_cpu['cpu_s'] / notebooks:.2f} s, "
-          f"perfaudit.grade {ours_cpu['cpu_s'] / notebooks:.2f} s")
-    # At best, parallel workers keep every core busy: this run's CPU seconds spread over all cores.
-    ceiling = os.cpu_count() * plain_s / ours_cpu["cpu_s"]
-    print(f"throughput vs plain nbgrader: {plain_s / ours_s:.2f}x (target >= 3x; ceiling here "
-          f"{ceiling:.2f}x = all cores busy with this run's CPU work per notebook)")
-    print(f"per-notebook time vs floor: perfaudit.grade {ours_s / notebooks / floor_s:.2f}x (target <= 1.5x), "
-          f"plain nbgrader {plain_s / notebooks / floor_s:.2f}x")
-    print(f"identical scores: {len(plain) - len(differing)}/{len(plain)} submissions"
-          + (f"; DIFFERENT: {', '.join(differing)}" if differing else ""))
-    return 1 if differing else 0
+    for label, (wall, cpu, _) in rows.items():
+        print(f"{label + ':':<62} {wall:7.1f} s  {wall / notebooks:5.2f} s/notebook  busy cores {cpu / wall:.2f}")
+    walls = {label: wall for label, (wall, _, _) in rows.items()}
+    one, two, loop, plain = (walls[k] for k in (
+        "perfaudit.grade, local cluster, 1 worker", "perfaudit.grade, local cluster, 2 workers",
+        "perfaudit.grade, dask scheduler + 2 dask workers, loopback",
+        "plain nbgrader 0.9.6, no course configuration, serial"))
+    print(f"throughput, 2 local workers vs 1: {one / two:.2f}x (target >= 1.8x); loopback cluster (2 workers) vs 1 "
+          f"local worker: {one / loop:.2f}x; vs plain serial nbgrader: 1 worker {plain / one:.2f}x, 2 workers "
+          f"{plain / two:.2f}x, loopback cluster {plain / loop:.2f}x")
+    batch = rows["perfaudit.grade, local cluster, 1 worker"][2]
+    grading, task = batch.seconds["autograde"], batch.task_seconds
+    overhead = (grading - task) / notebooks
+    print(f"engine overhead, 1 local worker: grading phase {grading:.1f} s, the tasks' own time {task:.1f} s: "
+          f"{overhead:.3f} s/notebook = {100 * overhead / (task / notebooks):.1f}% of a notebook's grading time "
+          f"({task / notebooks:.2f} s) (target < 5%)")
+    exit_code = 0
+    for label, got in scores.items():
+        differing = sorted(s for s in plain_scores if plain_scores[s] != got.get(s))
+        print(f"identical scores to plain nbgrader, {label}: {len(plain_scores) - len(differing)}/"
+              f"{len(plain_scores)} submissions" + (f"; DIFFERENT: {', '.join(differing)}" if differing else ""))
+        for student in differing:
+            print(f"  {student}: plain {plain_scores[student]}, this course {got.get(student)}")
+        exit_code |= bool(differing)
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ class Batch:
     graded: list = field(default_factory=list)
     skipped: list = field(default_factory=list)  # graded before, unchanged
     engine: str = ""  # where grading ran: perfaudit.grade.engine.describe()
+    task_seconds: float = 0.0  # the tasks' own time on the workers, all together (the rest is the engine's)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
     sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
     canary: str = ""  # what the canary found before grading, or that it was skipped
@@ -327,6 +328,7 @@ class _Writer:
     def write(self, result, notebooks):
         student = result["student"]
         self.processes.add((result["host"], result["pid"]))
+        self.batch.task_seconds += result["seconds"]
         if result["environment"]:  # nothing of this student is recorded: the next run grades them
             self.batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
             self.progress.step(0)

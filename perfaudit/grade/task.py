@@ -148,6 +148,7 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
                   "feedback_failure": None}
         result["canary"] = _canary_failure(root, spec, settings)
         if result["canary"]:
+            result["seconds"] = time.monotonic() - started
             return result
         _clear(root, student)
         write_tree(files, root / "submitted" / student / assignment)
