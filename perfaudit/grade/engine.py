@@ -1,7 +1,7 @@
 """Where grading tasks run: Dask distributed, on a cluster started here or on one that already runs.
 
 Without a scheduler address, `cluster()` starts an embedded `distributed.LocalCluster`: one single-threaded worker
-process per core (or --workers), scheduler and workers bound to loopback, no dashboard. With `--scheduler
+process per core (or --workers), scheduler and workers (and their HTTP endpoints) bound to loopback. With `--scheduler
 tcp://host:8786` (or a scheduler file written by `dask scheduler --scheduler-file`) it connects to that cluster;
 an address that does not answer is refused at once with what to do. docs/grading-at-scale.md shows how to start a
 cluster (`dask scheduler`, `dask worker`, dask-jobqueue, Kubernetes) and how to secure one with TLS.
@@ -91,8 +91,10 @@ def cluster(scheduler=None, workers=1, log=None):
         with client:
             yield client
         return
+    loopback_any_port = "127.0.0.1:0"  # Dask's HTTP endpoints (health, metrics) too: never on another interface
     with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR) as local:
+                      dashboard_address=loopback_any_port, worker_dashboard_address=loopback_any_port,
+                      memory_limit=0, silence_logs=logging.ERROR) as local:
         with Client(local, set_as_default=False) as client:
             if log:
                 client.register_plugin(OutputToLog(log))
