@@ -287,13 +287,13 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
         try:
             result = future.result()
         except engine.KilledWorker as error:
-            writer.zero(student, jobs[student], f"grading it killed the worker process {error.allowed_failures + 1} "
-                        "times: not tried again (distributed.scheduler.allowed-failures)")
+            writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
+                        f"{error.allowed_failures + 1} times: not tried again (distributed.scheduler.allowed-failures)"))
         except Exception as error:  # a fault of the grader's code on that worker: 0 with the reason, the rest go on
-            writer.zero(student, jobs[student], f"grading failed: {type(error).__name__}: {error}")
+            writer.zero(student, dict.fromkeys(jobs[student], f"grading failed: {type(error).__name__}: {error}"))
         else:
             if not task.is_plain(result):
-                writer.zero(student, jobs[student], "grading failed: the task returned something other than plain data")
+                writer.zero(student, dict.fromkeys(jobs[student], "grading failed: the task's result was not plain data"))
             elif result["canary"]:  # this worker's environment is broken: stop, grade nobody more
                 client.cancel(list(futures))
                 return f"{result['canary']} (Dask worker on {result['host']}, process {result['pid']})"
@@ -320,10 +320,10 @@ class _Writer:
     def submitted_folder(self, student):
         return self._folder(self.coursedir.submitted_directory, student)
 
-    def zero(self, student, notebooks, why):
-        """Grading this student failed: 0 with the reason; the others go on."""
+    def zero(self, student, failures):
+        """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
         gradebook.record_empty(self.course_gb, ASSIGNMENT, student)
-        _finish(self.state, student, self.todo[student], dict.fromkeys(notebooks, why), self.batch, self.progress, 0)
+        _finish(self.state, student, self.todo[student], failures, self.batch, self.progress, 0)
 
     def write(self, result, notebooks):
         student = result["student"]
@@ -333,8 +333,8 @@ class _Writer:
             self.batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
             self.progress.step(0)
             return
-        if result["results"] is None:
-            self.zero(student, notebooks, "; ".join(sorted(set(result["failures"].values()))))
+        if result["results"] is None:  # nbgrader graded none of its notebooks
+            self.zero(student, result["failures"])
             return
         gradebook.apply_submission(self.course_gb, ASSIGNMENT, student, result["results"])
         task.write_tree(result["autograded"], self._folder(self.coursedir.autograded_directory, student))

@@ -47,7 +47,8 @@ def definition(course_dir, assignment, notebooks, template_path):
 
 
 def read_tree(folder, prefix=""):
-    """{relative path: bytes} of the regular files under folder, each opened without following a link."""
+    """{relative path: bytes} of the regular files under folder, each opened without following a link; the rest
+    (links, FIFOs, devices) is left unread."""
     found = {}
     folder = Path(folder)
     if not folder.is_dir():
@@ -56,7 +57,12 @@ def read_tree(folder, prefix=""):
         dirs.sort()
         for name in sorted(files):
             path = Path(root) / name
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            if not stat.S_ISREG(path.lstat().st_mode):
+                continue  # a link, a FIFO: never read
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:  # replaced by a link since
+                continue
             with os.fdopen(fd, "rb") as handle:
                 if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                     relative = path.relative_to(folder).as_posix()
