@@ -37,11 +37,11 @@ check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATI
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
 # Student code runs in bubblewrap (README, "Sandbox"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
-grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) in parallel: grades.csv, feedback/, summary
+grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 
-bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs plain serial nbgrader (minutes)
-	python benchmarks/batch_grading.py
+bench-grading: $(VENV)/installed  ## benchmark: 40 submissions on 1 and 2 local workers and a loopback Dask cluster vs plain serial nbgrader (STUDENTS=8: fewer)
+	python benchmarks/batch_grading.py $(if $(STUDENTS),--students $(STUDENTS))
 
 bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
 	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
