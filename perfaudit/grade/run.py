@@ -224,8 +224,8 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
     with gradebook.opened(url, course_id) as course_gb:
         jobs = {}  # {student: notebooks to grade}
         for student, (found, _) in todo.items():
-            _remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
-            _remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
+            worker.remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
+            worker.remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
             if found.gradable:
                 jobs[student] = found.gradable
             else:
@@ -355,13 +355,3 @@ def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
     state.save(student, {"fingerprint": print_, "reasons": reasons, "graded_at": time.time()})
     batch.graded.append(student)
     progress.step(notebooks)
-
-
-def _remove_tree(path):
-    import shutil
-
-    if path.exists():
-        for sub in [path, *path.rglob("*")]:
-            if not sub.is_symlink():  # a student's symlink must not point a chmod at the grader's files
-                os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
-        shutil.rmtree(path)

@@ -13,7 +13,6 @@ client alone writes the course's gradebook and folders.
 
 import hashlib
 import os
-import shutil
 import stat
 import tempfile
 import threading
@@ -23,7 +22,8 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from perfaudit.autograde import canary, submission
+from perfaudit.autograde import canary, sandbox, submission
+from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import gradebook, worker
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -131,12 +131,7 @@ def _canary_failure(root, spec, settings):
 
 def _clear(root, student):
     for folder in ("submitted", "autograded", "feedback"):
-        target = root / folder / student
-        if target.exists():
-            for sub in [target, *target.rglob("*")]:
-                if not sub.is_symlink():
-                    os.chmod(sub, 0o755 if sub.is_dir() else 0o644)  # nbgrader leaves autograded files read-only
-            shutil.rmtree(target)
+        worker.remove_tree(root / folder / student)
 
 
 def grade(spec, student, files, notebooks, settings, feedback=True):
@@ -163,7 +158,7 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
                                       scratch_dir, settings)
             result["failures"], result["environment"] = graded["failures"], graded["environment"]
             if not result["environment"]:
-                url = graded["scratch"] and gradebook.sqlite_url(graded["scratch"])
+                url = gradebook.sqlite_url(graded["scratch"])
                 course_id = CourseDirectory(config=worker.course_config(root)).course_id
                 try:
                     result["results"] = gradebook.read_submission(url, course_id, assignment, student)
@@ -186,9 +181,6 @@ def hold(spec):
 
 def sandbox_status(limits):
     """(why this worker refuses to run student code, or None; the line saying how student code runs here)."""
-    from perfaudit.autograde import sandbox
-    from perfaudit.autograde.limits import SandboxLimits
-
     try:
         sandbox.require()
         refusal = None

@@ -6,6 +6,7 @@ exactly as it does to plain `nbgrader autograde`, the sandbox's limits (SandboxL
 
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,16 @@ def output_to_log(log_path):
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
+
+
+def remove_tree(path):
+    """Remove a graded folder; nbgrader leaves autograded files read-only. A link is removed, never chmod'ed through."""
+    path = Path(path)
+    if path.exists():
+        for sub in [path, *path.rglob("*")]:
+            if not sub.is_symlink():
+                os.chmod(sub, 0o755 if sub.is_dir() else 0o644)
+        shutil.rmtree(path)
 
 
 def course_config(course_dir, settings=None):
