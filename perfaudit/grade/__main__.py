@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from perfaudit.grade.run import Options, run
-from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
 from perfaudit.autograde.sandbox import SandboxUnavailable
 
 
@@ -39,6 +39,13 @@ def main(argv=None):
     except (SandboxUnavailable, GradingEnvironmentError) as refusal:
         print(refusal, file=sys.stderr)
         return 2
+    except Exception as error:  # noqa: BLE001 - a full disk can strike any write; anything else is a bug
+        if not disk_full(error):
+            raise
+        print(f"Grading stopped: the disk is full ({type(error).__name__}: {error}). Students graded before it keep "
+              "their grades; nobody else was graded. Free some space and run again: it grades those not graded "
+              "yet.", file=sys.stderr)
+        return 3
     if batch.environment:
         print(f"{len(batch.environment)} student(s) not graded: the grading environment failed (see above). Fix "
               "it and run again: they will be graded then.", file=sys.stderr)
