@@ -10,7 +10,11 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: demo test test-fast lab release check grade bench-grading bench-load clean
+.PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course
+.DEFAULT_GOAL := help
+
+help:  ## list the targets and what each does
+	@grep -E '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,5 +50,11 @@ bench-grading: $(VENV)/installed  ## benchmark: 40 submissions, this command vs 
 bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
 	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
 
-clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db gradebook.db.versions.json grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
+# clean never touches student work or grades: submitted/, gradebook.db (manual grades too), autograded/, feedback/.
+clean:  ## remove what can be made again: evidence (runs/), the student copy (dist/), grade exports; keeps grades
+	rm -rf runs dist exports grades.csv autograded/grades-by-notebook.csv
+
+reset-course:  ## DELETES submitted work, gradebook.db, autograded/, feedback/ and the local exchange: a new term
+	@echo "Removing submitted/, gradebook.db, autograded/, feedback/, exchange/ (student work and grades)."
+	rm -rf gradebook.db gradebook.db.versions.json submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ exchange
+	$(MAKE) --no-print-directory clean
