@@ -10,7 +10,7 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course
+.PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course student-copy
 .DEFAULT_GOAL := help
 
 help:  ## list the targets and what each does
@@ -34,10 +34,13 @@ test-fast: $(VENV)/installed  ## the fast tier: everything but the tests marked 
 lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgrader's Validate button working
 	python -m perfaudit.lab -- $(LAB_ARGS)
 
+student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
+	python -m perfaudit.student_copy
+
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force --no-db
 
-check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
+check: $(VENV)/installed  ## instructors' checker with hidden tests: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
 # Student code runs in bubblewrap (README, "Sandbox"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
