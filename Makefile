@@ -31,8 +31,8 @@ test: $(VENV)/installed  ## the whole test suite (CI runs this)
 test-fast: $(VENV)/installed  ## the fast tier: everything but the tests marked slow (browser, PostgreSQL, catalogs, ...)
 	python -m pytest -m "not slow"
 
-lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgrader's Validate button working
-	python -m perfaudit.lab -- $(LAB_ARGS)
+lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/performance-audit/ (as root: ALLOW_ROOT=1)
+	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)
 
 student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
 	python -m perfaudit.student_copy

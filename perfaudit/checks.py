@@ -18,8 +18,11 @@ from pathlib import Path
 import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
+from perfaudit import unfilled
 from perfaudit.kernelside import in_student_process
 from perfaudit.report import load_schema
+
+unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
 
 IDENTITY_DIAGONAL = math.tanh(1.0)  # tanh(I @ I) = tanh(I): 0.761594 on the diagonal, 0 elsewhere
 SYNC_DELAY_S = 0.05  # how long the probe's result takes to become ready
