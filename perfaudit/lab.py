@@ -29,10 +29,10 @@ ROOT_REFUSED = ("JupyterLab does not run as root unless asked: run `make lab` as
 
 
 def lab_command(course_dir, extra_args=()):
-    """(argv, env, cwd) that start JupyterLab on the working copy; makes it and the local exchange when missing."""
+    """(argv, env, cwd) that start JupyterLab rooted at work/; makes it and the local exchange when missing."""
     course_dir = Path(course_dir).resolve()
     (course_dir / "exchange").mkdir(exist_ok=True)  # nbgrader lists an exchange only if it exists
-    workcopy.ensure(course_dir)
+    (course_dir / workcopy.WORK_DIR).mkdir(exist_ok=True)
     argv = [
         sys.executable, "-m", "jupyter", "lab",
         f"--ServerApp.root_dir={course_dir / workcopy.WORK_DIR}",

@@ -58,6 +58,7 @@ def test_the_late_penalty_applies_from_the_lms_s_time_and_feedback_is_released(g
         assert {s: (nb.score, nb.late_submission_penalty or 0) for s, nb in found.items()} == {
             "ontimeann_101": (5, 0), "latebob_102": (5, 5), "cy-moo_777": (5, 0)}, out
 
+    (root / "exchange").mkdir(exist_ok=True)  # the exchange nbgrader_config.py names (make lab makes it too)
     released = course.nbgrader("release_feedback", ASSIGNMENT, course_dir=root)
     pages = list((root / "exchange" / COURSE_ID / "feedback").glob("*.html"))
     assert len(pages) == 3, released
