@@ -43,7 +43,7 @@ release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing 
 check: $(VENV)/installed  ## instructors' checker with hidden tests: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
-# Student code runs in bubblewrap (README, "Sandbox"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
+# Student code runs in bubblewrap (docs/instructors.md, "Grading that student code cannot fool"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) in parallel: grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 
