@@ -72,7 +72,7 @@ STUB_ERROR = "NotImplementedError"
 class Lab:
     url: str
     token: str
-    root: Path  # JupyterLab's root: notebooks/performance-audit of the temporary course
+    root: Path  # JupyterLab's root: work/ of the temporary course
 
     def api(self, method, path):
         request = urllib.request.Request(
@@ -120,11 +120,12 @@ def artifacts(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def jupyter_lab(tmp_path_factory):
-    """JupyterLab as `make lab` starts it, on a temporary course: notebooks/performance-audit/{solved,untouched}/."""
+    """JupyterLab as `make lab` starts it, on a temporary course: its root work/ holds {solved,untouched}/."""
     root = tmp_path_factory.mktemp("lab-course")
     shutil.copy(paths.ROOT / "nbgrader_config.py", root)
+    shutil.copytree(paths.RELEASE, root / "notebooks" / ASSIGNMENT)
     for direction in ("solved", "untouched"):
-        shutil.copytree(paths.RELEASE, root / "notebooks" / ASSIGNMENT / direction,
+        shutil.copytree(paths.RELEASE, root / "work" / direction,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "runs"))
     # The instructor's release into the local exchange, for the Assignments view.
     course.nbgrader("release_assignment", ASSIGNMENT, course_dir=root)
@@ -150,7 +151,7 @@ def jupyter_lab(tmp_path_factory):
     with open(log_path, "w") as log:
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    running = Lab(f"http://127.0.0.1:{port}", token, root / "notebooks" / ASSIGNMENT)
+    running = Lab(f"http://127.0.0.1:{port}", token, root / "work")
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:

@@ -3,6 +3,7 @@
     python -m perfaudit.grade                       # grade submitted/*/performance-audit/
     python -m perfaudit.grade --from canvas.zip     # sort an LMS download into submitted/ first
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
+    python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
 """
 
 import argparse
@@ -10,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from perfaudit.grade import export
 from perfaudit.grade.run import Options, run
 from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
 from perfaudit.autograde.sandbox import SandboxUnavailable
@@ -30,12 +32,28 @@ def parse(argv):
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
-    return Options(**vars(parser.parse_args(argv)))
+    lms = parser.add_argument_group("back to the LMS (no grading: reads the gradebook and feedback/)")
+    lms.add_argument("--export", choices=["canvas", "moodle"], help="write exports/<lms>-grades.csv to import and "
+                     "exports/<lms>-feedback.zip to upload")
+    lms.add_argument("--roster", type=Path, help="the LMS's own file: Canvas's gradebook export (CSV), or Moodle's "
+                     "grading worksheet")
+    lms.add_argument("--lms-column", help="Canvas: the assignment's column, e.g. 'Performance audit (98765)' "
+                     "(default: the roster's only one)")
+    args = parser.parse_args(argv)
+    if args.export and not args.roster:
+        parser.error("--export needs --roster: the file the LMS gives you to fill in")
+    return args
 
 
 def main(argv=None):
+    args = parse(argv)
+    if args.export:
+        done = export.export(args.export, args.course_dir, args.roster, args.lms_column, args.db_url)
+        print("\n".join(done.lines))
+        return 0
+    options = {k: v for k, v in vars(args).items() if k not in ("export", "roster", "lms_column")}
     try:
-        batch = run(parse(argv))
+        batch = run(Options(**options))
     except (SandboxUnavailable, GradingEnvironmentError) as refusal:
         print(refusal, file=sys.stderr)
         return 2
