@@ -6,8 +6,10 @@
 
 JupyterLab's root is work/, holding the working copy work/performance-audit/ (perfaudit/workcopy.py): made from
 the release in notebooks/ on first use and never overwritten, so Validate's saves and the student's edits never
-touch the committed release. nbgrader's Fetch puts an assignment in the same place (its assignment_dir is
-JupyterLab's root) and Submit sends that folder: the notebooks the student worked on. nbgrader's server
+touch the committed release. Where the course's exchange releases the assignment, nbgrader's Fetch makes the
+working copy instead, from the instructor's current release, and nothing is copied from notebooks/
+(nbgrader_config.py sets Exchange.assignment_dir to work/); Submit sends that folder: the notebooks the student
+worked on, and Fetch Feedback puts feedback in its feedback/. nbgrader's server
 extensions (Validate, Assignments) read nbgrader_config.py from the server's working directory and from
 JUPYTER_CONFIG_PATH, never from JupyterLab's root: the server therefore starts in the course directory, with
 that directory also on JUPYTER_CONFIG_PATH so that extensions which change directory still find it. The
@@ -21,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from perfaudit import workcopy
+from perfaudit import ASSIGNMENT, workcopy
 
 STUDENT_CONFIG = Path(__file__).with_name("student_lab")  # Jupyter config for the students' JupyterLab
 ROOT_REFUSED = ("JupyterLab does not run as root unless asked: run `make lab` as an ordinary user, or, in a "
@@ -43,6 +45,37 @@ def lab_command(course_dir, extra_args=()):
     return argv, env, course_dir
 
 
+def exchange_releases(env):
+    """Whether the exchange that the Assignments view lists has released the assignment. nbgrader's config is read
+    as JupyterLab's server reads it: JUPYTER_CONFIG_PATH in env first (the course directory), then the user's
+    and the system's (where a course server sets Exchange.root)."""
+    from jupyter_core.paths import jupyter_config_path
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.exchange.default import Exchange
+    from traitlets.config import Application
+
+    app = Application()
+    app.load_config_file("nbgrader_config", path=[*env["JUPYTER_CONFIG_PATH"].split(os.pathsep), *jupyter_config_path()])
+    course_id = CourseDirectory(config=app.config).course_id
+    # Checked, not listed with nbgrader: listing creates a missing exchange root.
+    return bool(course_id) and (Path(Exchange(config=app.config).root) / course_id / "outbound" / ASSIGNMENT).is_dir()
+
+
+def working_copy(course_dir, env):
+    """Make the working copy from notebooks/ unless the exchange releases the assignment (then Fetch makes it);
+    returns what to tell the student, or None."""
+    if exchange_releases(env):
+        if not workcopy.assignment_dir(course_dir).exists():
+            return (f"Your course releases {ASSIGNMENT} through its exchange: in JupyterLab, Nbgrader > Assignment "
+                    f"List > Fetch makes your working copy {workcopy.WORK_DIR}/{ASSIGNMENT}/.")
+        return None
+    work, copied = workcopy.ensure(course_dir)
+    if copied:
+        return (f"Your working copy: {work.relative_to(course_dir)}/ (copied from the release: {', '.join(copied)}). "
+                "It is never overwritten; delete a notebook there to start it again.")
+    return None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--course", default=".", help="the course directory (holds nbgrader_config.py)")
@@ -54,11 +87,10 @@ def main(argv=None):
         sys.exit(f"{course_dir} has no nbgrader_config.py: run this from the course directory or pass --course.")
     if os.geteuid() == 0 and not args.allow_root:
         sys.exit(ROOT_REFUSED)
-    work, copied = workcopy.ensure(course_dir)
-    if copied:
-        print(f"Your working copy: {work.relative_to(course_dir)}/ (copied from the release: {', '.join(copied)}). "
-              "It is never overwritten; delete a notebook there to start it again.", flush=True)
     command, env, cwd = lab_command(course_dir, [*(["--allow-root"] if args.allow_root else []), *args.lab_args])
+    message = working_copy(course_dir, env)
+    if message:
+        print(message, flush=True)
     os.chdir(cwd)
     os.execvpe(command[0], command, env)
 
