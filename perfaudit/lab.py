@@ -9,10 +9,10 @@ the release in notebooks/ on first use and never overwritten, so Validate's save
 touch the committed release. Where the course's exchange releases the assignment, nbgrader's Fetch makes the
 working copy instead, from the instructor's current release, and nothing is copied from notebooks/
 (nbgrader_config.py sets Exchange.assignment_dir to work/); Submit sends that folder: the notebooks the student
-worked on, and Fetch Feedback puts feedback in its feedback/. nbgrader's server
-extensions (Validate, Assignments) read nbgrader_config.py from the server's working directory and from
-JUPYTER_CONFIG_PATH, never from JupyterLab's root: the server therefore starts in the course directory, with
-that directory also on JUPYTER_CONFIG_PATH so that extensions which change directory still find it. The
+worked on, and Fetch Feedback puts feedback in its feedback/. nbgrader's server extensions (Validate,
+Assignments) read nbgrader_config.py from the server's working directory and from JUPYTER_CONFIG_PATH, never
+from JupyterLab's root: the server therefore starts in the course directory, with that directory also on
+JUPYTER_CONFIG_PATH so that extensions which change directory still find it. The
 Assignments view lists the local exchange that nbgrader_config.py names (exchange/), made here when missing.
 student_lab/ (also on JUPYTER_CONFIG_PATH) turns off nbgrader's instructor tools (Formgrader, Courses, Create
 Assignment): they need JupyterLab rooted at the course directory and would only show students errors.
@@ -55,10 +55,12 @@ def exchange_releases(env):
     from traitlets.config import Application
 
     app = Application()
-    app.load_config_file("nbgrader_config", path=[*env["JUPYTER_CONFIG_PATH"].split(os.pathsep), *jupyter_config_path()])
+    app.load_config_file("nbgrader_config", path=[*env["JUPYTER_CONFIG_PATH"].split(os.pathsep),
+                                                  *jupyter_config_path()])
     course_id = CourseDirectory(config=app.config).course_id
-    # Checked, not listed with nbgrader: listing creates a missing exchange root.
-    return bool(course_id) and (Path(Exchange(config=app.config).root) / course_id / "outbound" / ASSIGNMENT).is_dir()
+    # Looked up, not listed with nbgrader: listing creates a missing exchange root.
+    outbound = Path(Exchange(config=app.config).root) / course_id / "outbound" / ASSIGNMENT
+    return bool(course_id) and outbound.is_dir()
 
 
 def working_copy(course_dir, env):
