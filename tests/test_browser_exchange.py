@@ -9,7 +9,6 @@ releases feedback; the exact score is read from the gradebook. The student fetch
 from the Assignments view: it shows the score and no hidden test. Screenshots go where test_browser.py puts its.
 """
 
-import re
 import shutil
 import subprocess
 import sys
