@@ -10,7 +10,11 @@ IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
 
-.PHONY: demo test test-fast lab release check grade bench-grading bench-load clean
+.PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course student-copy
+.DEFAULT_GOAL := help
+
+help:  ## list the targets and what each does
+	@grep -E '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,16 +31,19 @@ test: $(VENV)/installed  ## the whole test suite (CI runs this)
 test-fast: $(VENV)/installed  ## the fast tier: everything but the tests marked slow (browser, PostgreSQL, catalogs, ...)
 	python -m pytest -m "not slow"
 
-lab: $(VENV)/installed  ## students: JupyterLab on the released notebooks, nbgrader's Validate button working
-	python -m perfaudit.lab -- $(LAB_ARGS)
+lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/performance-audit/ (as root: ALLOW_ROOT=1)
+	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)
+
+student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
+	python -m perfaudit.student_copy
 
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force --no-db
 
-check: $(VENV)/installed  ## the seed's checker: make check STAGE=2 IMPLEMENTATION=starter
+check: $(VENV)/installed  ## instructors' checker with hidden tests: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
-# Student code runs in bubblewrap (README, "Sandbox"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
+# Student code runs in bubblewrap (docs/instructors.md, "Grading that student code cannot fool"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 
@@ -46,5 +53,11 @@ bench-grading: $(VENV)/installed  ## benchmark: 40 submissions on 1 and 2 local 
 bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
 	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
 
-clean:  ## remove what grading and the checker wrote (keeps .venv)
-	rm -rf gradebook.db gradebook.db.versions.json grades.csv runs submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ autograded/grades-by-notebook.csv
+# clean never touches student work or grades: submitted/, gradebook.db (manual grades too), autograded/, feedback/.
+clean:  ## remove what can be made again: evidence (runs/), the student copy (dist/), grade exports; keeps grades
+	rm -rf runs dist exports grades.csv autograded/grades-by-notebook.csv
+
+reset-course:  ## DELETES submitted work, gradebook.db, autograded/, feedback/ and the local exchange: a new term
+	@echo "Removing submitted/, gradebook.db, autograded/, feedback/, exchange/ (student work and grades)."
+	rm -rf gradebook.db gradebook.db.versions.json submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ exchange
+	$(MAKE) --no-print-directory clean

@@ -19,6 +19,9 @@ c.Validator.validate_all = True
 # A local exchange beside this file (not committed), so that JupyterLab's Assignments view (make lab) and
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
 c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+# Fetch, Submit and Fetch Feedback work in work/, JupyterLab's root in `make lab` and the working copy's home.
+# nbgrader's default "." means the server's working directory (this one), outside what JupyterLab shows.
+c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")
 
 # --- grading: sandboxed kernels, tests decided in the grader, feedback without hidden tests ---
 # Every plug-in lives in perfaudit/autograde/: plain nbgrader and `python -m perfaudit.grade` use the same ones.

@@ -1,11 +1,13 @@
-"""The seed's checker: run one stage's notebook with its hidden tests and say PASS or FAIL.
+"""The checker: run one stage's notebook and say PASS or FAIL.
 
-    python -m perfaudit.check --implementation solution --stage 1
+    python -m perfaudit.check --stage 1                                  # students: your notebook, visible checks
+    python -m perfaudit.check --implementation solution --stage 1        # instructors: source/
     python -m perfaudit.check --implementation starter --stage 3 --evidence-dir runs/performance-audit
 
-`solution` runs the instructor notebook from source/; `starter` runs the student's notebook from
-notebooks/ with the instructor's locked cells (hidden tests included) put back, as nbgrader autograde does.
-Exit status 0 on PASS, 1 on FAIL.
+Without --implementation it runs the student's working copy (work/performance-audit/, made from the release on
+first use) as it is: the visible checks only, since hidden tests exist only where they are graded. The instructor's
+`solution` runs the notebook in source/; `starter` runs the release in notebooks/ with the instructor's locked
+cells (hidden tests included) put back, as nbgrader autograde does. Exit status 0 on PASS, 1 on FAIL.
 """
 
 import argparse
@@ -13,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit import ASSIGNMENT, notebooks, paths, workcopy
 
 
 def stage_notebook(implementation, stage, source):
@@ -24,6 +26,8 @@ def stage_notebook(implementation, stage, source):
     return notebooks.restore_locked_cells(student, source)
 
 
+HIDDEN_TESTS_NOTE = ("  Hidden tests run only when your work is graded: they try your functions on other inputs, so passing "
+                     "here does not promise their points.")
 STUB = "raise NotImplementedError("  # the start of the release's stub (nbgrader_config.py)
 CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell not filled in yet
 
@@ -44,19 +48,33 @@ def explain(result):
 
 
 def run_stage(implementation, stage, evidence_dir):
-    """Run one stage; return (passed, lines to print)."""
+    """Run one stage with the hidden tests (instructors: source/ is needed); return (passed, lines to print)."""
     source = notebooks.read(paths.SOURCE / paths.STAGES[stage])
     nb, missing = stage_notebook(implementation, stage, source)
+    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in source.cells)
+    return _verdict(nb, missing, total, f"stage {stage} ({implementation})", stage, evidence_dir)
+
+
+def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT):
+    """Run the student's working copy of one stage as it is; return (passed, lines to print)."""
+    work, _ = workcopy.ensure(course_dir)
+    nb = notebooks.read(work / paths.STAGES[stage])
+    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in nb.cells)
+    where = f"stage {stage} (your notebook {Path(work.parent.name, work.name, paths.STAGES[stage])}, visible checks)"
+    passed, lines = _verdict(nb, [], total, where, stage, evidence_dir)
+    return passed, [lines[0], HIDDEN_TESTS_NOTE, *lines[1:]]
+
+
+def _verdict(nb, missing, total, what, stage, evidence_dir):
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
         executed = notebooks.execute(nb, cwd, env={paths.EVIDENCE_ENV: str(evidence_dir)})
     results = notebooks.cell_results(executed)
     tests = [r for r in results if r.kind == "test"]
     failed = [r for r in results if not r.passed]
-    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in source.cells)
     earned = sum(r.points for r in tests if r.passed)
     passed = not failed and not missing
     verdict = "PASS" if passed else "FAIL"
-    lines = [f"{verdict} {ASSIGNMENT} stage {stage} ({implementation}): {earned:g}/{total:g} points, "
+    lines = [f"{verdict} {ASSIGNMENT} {what}: {earned:g}/{total:g} points, "
              f"{sum(r.passed for r in tests)}/{len(tests) + len(missing)} checks"]
     unfilled = unfilled_cells(nb)
     if unfilled:
@@ -76,14 +94,21 @@ def run_stage(implementation, stage, evidence_dir):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m perfaudit.check", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--implementation", choices=["starter", "solution"], required=True,
-                        help="starter: your notebook in notebooks/; solution: the instructor's in source/")
+    parser.add_argument("--implementation", choices=["starter", "solution"],
+                        help="instructors (needs source/): starter, the release in notebooks/ with the hidden tests; "
+                             "solution, the instructor's in source/. Without it: your working copy, visible checks")
     parser.add_argument("--stage", type=int, choices=sorted(paths.STAGES), required=True)
     parser.add_argument("--evidence-dir", type=Path, default=paths.DEFAULT_EVIDENCE_DIR,
                         help="where stages 3 and 4 write report.json and workload.jaxpr.txt "
                              f"(default: {paths.DEFAULT_EVIDENCE_DIR})")
     args = parser.parse_args(argv)
-    passed, lines = run_stage(args.implementation, args.stage, args.evidence_dir.resolve())
+    if args.implementation and not paths.SOURCE.is_dir():
+        parser.error("this copy holds no instructor notebooks (source/): check your notebook with "
+                     f"`python -m perfaudit.check --stage {args.stage}`")
+    if args.implementation:
+        passed, lines = run_stage(args.implementation, args.stage, args.evidence_dir.resolve())
+    else:
+        passed, lines = run_visible_checks(args.stage, args.evidence_dir.resolve())
     print("\n".join(lines))
     return 0 if passed else 1
 

@@ -18,8 +18,11 @@ from pathlib import Path
 import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
+from perfaudit import unfilled
 from perfaudit.kernelside import in_student_process
 from perfaudit.report import load_schema
+
+unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
 
 IDENTITY_DIAGONAL = math.tanh(1.0)  # tanh(I @ I) = tanh(I): 0.761594 on the diagonal, 0 elsewhere
 SYNC_DELAY_S = 0.05  # how long the probe's result takes to become ready
@@ -199,6 +202,109 @@ class _SlowResult:
         return np.zeros((1, 1), dtype=dtype)
 
 
+class SlowJit:
+    """A stand-in for jax.jit that a hidden test hands to the student's code: jit(fn) is jax.jit of fn whose calls
+    and results take delays chosen now (see slow_jit), and which traces fn again when the grader changes a static
+    argument it keeps to itself. So the grader knows how long each call certainly took, whether its result was
+    waited for, and how many traces fn saw: timings and a trace count that were not measured cannot match them.
+
+    Calls are numbered in the order they happen. When a test runs in the grader, the stand-in lives in the
+    student's process and asks the grader at each call and each wait (perfaudit/autograde/channel.py).
+    """
+
+    def __init__(self, ready_delays_s, call_delays_s, salts):
+        self.ready_delays_s, self.call_delays_s, self.salts = list(ready_delays_s), list(call_delays_s), list(salts)
+        self.shapes, self.salts_used = [], []  # per call
+        self.waited_call_s, self.waited_ready_s = {}, {}  # call -> seconds the grader held it
+
+    @staticmethod
+    def _at(values, call):
+        return values[min(call, len(values) - 1)]
+
+    def call(self, shape):
+        """A call at `shape` begins: its number and the static argument it gets."""
+        number = len(self.shapes)
+        self.shapes.append(tuple(shape))
+        self.salts_used.append(self._at(self.salts, number))
+        return number, self.salts_used[-1]
+
+    def hold_call(self, number, since):
+        """Hold call `number` for its delay, counted from `since` (time.perf_counter())."""
+        if 0 <= number < len(self.shapes) and number not in self.waited_call_s:
+            time.sleep(self._at(self.call_delays_s, number))
+            self.waited_call_s[number] = time.perf_counter() - since
+
+    def hold_result(self, number, since):
+        """Hold call `number`'s result until its delay has passed, counted from `since`."""
+        if 0 <= number < len(self.shapes) and number not in self.waited_ready_s:
+            time.sleep(self._at(self.ready_delays_s, number))
+            self.waited_ready_s[number] = time.perf_counter() - since
+
+    def waited(self, number):
+        """Seconds call `number` and the wait for its result certainly took, or None if nobody waited for it."""
+        if number not in self.waited_ready_s or number not in self.waited_call_s:
+            return None
+        return self.waited_call_s[number] + self.waited_ready_s[number]
+
+    def traces(self):
+        """How many times jit traced fn so far: once per new (shape, static argument)."""
+        return len(set(zip(self.shapes, self.salts_used)))
+
+    def __call__(self, fn):
+        """jit(fn), for a test that runs in the student's own process (the checker, the notebook)."""
+        import jax
+
+        inner = jax.jit(salted(fn), static_argnums=1)
+
+        def audited(x):
+            if isinstance(x, jax.core.Tracer):  # make_jaxpr(audited): jit's own trace, no delays
+                return inner(x, self.salts_used[-1] if self.salts_used else 0)
+            started = time.perf_counter()
+            number, salt = self.call(np.shape(x))
+            self.hold_call(number, started)
+            return _HeldResult(self, number, inner(x, salt))
+
+        return audited
+
+
+class _HeldResult:
+    def __init__(self, jit, number, inner):
+        self.jit, self.number, self.inner = jit, number, inner
+
+    def block_until_ready(self):
+        self.inner.block_until_ready()
+        self.jit.hold_result(self.number, time.perf_counter())
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        self.block_until_ready()
+        return np.asarray(self.inner, dtype=dtype)
+
+
+def salted(fn):
+    """fn with a second, unused argument, for jit to key its cache on."""
+
+    def with_salt(x, salt):
+        return fn(x)
+
+    with_salt.__name__ = getattr(fn, "__name__", "audited")
+    return with_salt
+
+
+def slow_jit(steady_calls, rng):
+    """A SlowJit for gather_evidence(steady_calls, jit): the first call's result 50-100 ms late; a third of the
+    steady calls' results 25-40 ms late and the others' 1-3 ms, at places chosen now; each call itself 0.5-1.5 ms;
+    1 to 6 retraces at steady calls chosen now (so from 3 to 8 traces with the 32x32 call)."""
+    steady = rng.uniform(0.001, 0.003, size=steady_calls)
+    long_calls = rng.choice(steady_calls, size=max(1, steady_calls // 3), replace=False)
+    steady[long_calls] = rng.uniform(0.025, 0.040, size=len(long_calls))
+    ready = [float(rng.uniform(0.05, 0.1)), *map(float, steady), 0.001]  # the last: any later call (32x32)
+    changes = set(rng.choice(np.arange(1, steady_calls + 1), size=int(rng.integers(1, min(steady_calls, 6) + 1)),
+                             replace=False).tolist())
+    salts = np.cumsum([call in changes for call in range(steady_calls + 2)]).tolist()
+    return SlowJit(ready, [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 2)], salts)
+
+
 def check_seconds(seconds, what, outer_s=None):
     """A duration as time_call must report it: a finite float of seconds, within the time the call took."""
     if not isinstance(seconds, float):
@@ -285,11 +391,20 @@ def _float(value):
     return float(value) if isinstance(value, np.floating) else value
 
 
-def check_summarize(summarize, samples=(0.003, 0.001, 0.002, 0.005, 0.004)):
+SELF_CHECK_SAMPLES = (0.003, 0.001, 0.002, 0.005, 0.004)
+# Their summary written out: the self-check shows no way of computing it (perfaudit/answers.py, graders only).
+SELF_CHECK_SUMMARY = {"median_s": 0.003, "min_s": 0.001, "max_s": 0.005, "iqr_s": 0.002}
+
+
+def check_summarize(summarize, samples=SELF_CHECK_SAMPLES):
     """summarize(samples) returns median, min, max and interquartile range, as NumPy computes them."""
     samples = [float(s) for s in samples]
-    q1, q3 = np.percentile(samples, [25, 75])
-    expected = {"median_s": np.median(samples), "min_s": min(samples), "max_s": max(samples), "iqr_s": q3 - q1}
+    if tuple(samples) == SELF_CHECK_SAMPLES:
+        expected = SELF_CHECK_SUMMARY
+    else:
+        from perfaudit import answers  # hidden tests only: not in the student copy
+
+        expected = answers.summary_of(samples)
     found = summarize(list(samples))
     if not isinstance(found, dict):
         _fail(f"summarize should return a dict; found {type(found).__name__}.")
@@ -588,10 +703,10 @@ def check_report_scope(report):
         _fail(f"report.json should state profiler_trace: false; found {report.get('profiler_trace')!r}.")
 
 
-def check_report_agrees(report, evidence_dir):
-    """report.json agrees with the evidence: two traces, a slower first call, a JAXPR file beside it."""
+def check_report_agrees(report, evidence_dir, traces=2):
+    """report.json agrees with the evidence: `traces` traces, a slower first call, a JAXPR file beside it."""
     timings, tracing = report.get("timings", {}), report.get("tracing", {})
-    check_trace_count(tracing.get("trace_count"))
+    check_trace_count(tracing.get("trace_count"), traces)
     check_timings(timings.get("first_call_s", 0), timings.get("steady_s", []))
     summary = timings.get("steady_summary", {})
     median = float(np.median(timings["steady_s"]))
@@ -658,10 +773,16 @@ def check_decomposition(decomposition):
               f"found {observed.get('remainder_s')}.")
 
 
+SELF_CHECK_COST = {16: {"flops": 8192, "transcendentals": 256}}  # written out, as XLA's cost model reports them
+
+
 def expected_cost_of(n):
-    """tanh(x @ x) for an n x n input, counted as XLA's cost model counts it: a multiply-add is 2 flops (2n^3, the
-    exact arithmetic count 2n^3 - n^2 rounded up as XLA does), and each of the n^2 tanh is one transcendental."""
-    return {"flops": 2 * n**3, "transcendentals": n**2}
+    """tanh(x @ x)'s cost for an n x n input as XLA's cost model counts it (perfaudit/answers.py for other n)."""
+    if n in SELF_CHECK_COST:
+        return SELF_CHECK_COST[n]
+    from perfaudit import answers  # hidden tests only: not in the student copy
+
+    return answers.cost_of(n)
 
 
 def check_expected_cost(expected_cost, n=16):
@@ -723,65 +844,26 @@ def test_folders():
 
 
 def made_up_evidence(rng=None, steady_calls=None):
-    """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here."""
-    rng = rng or np.random.default_rng()
-    steady_calls = steady_calls or int(rng.integers(5, 20))
-    return {
-        "first_call_s": float(rng.uniform(0.05, 0.5)),
-        "steady_s": [float(s) for s in rng.uniform(1e-5, 1e-3, size=steady_calls)],
-        "shape": [16, 16],
-        "dtype": "float32",
-        "trace_count": 2,
-        "shapes": [[16, 16], [32, 32]],
-        "jaxpr_text": reference_jaxpr() + f"\n# evidence {rng.integers(1 << 62):x}\n",
-    }
+    """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here (hidden
+    tests only: perfaudit/answers.py)."""
+    from perfaudit import answers
+
+    return answers.evidence_of(rng, steady_calls)
 
 
 def made_up_report(evidence, rng=None):
-    """A stage 3 report of this evidence, as run_audit would return it."""
-    rng = rng or np.random.default_rng()
-    steady = np.asarray(evidence["steady_s"])
-    q1, q3 = np.percentile(steady, [25, 75])
-    return {
-        "audit": "performance-audit", "workload": "tanh(x @ x)", "memory_measured": False, "profiler_trace": False,
-        "timings": {"shape": evidence["shape"], "dtype": evidence["dtype"], "synchronized": True,
-                    "first_call_s": evidence["first_call_s"], "steady_s": evidence["steady_s"],
-                    "steady_summary": {"median_s": float(np.median(steady)), "min_s": float(steady.min()),
-                                       "max_s": float(steady.max()), "iqr_s": float(q3 - q1)}},
-        "tracing": {"shapes": evidence["shapes"], "trace_count": 2, "read_before_make_jaxpr": True},
-        "artifacts": {"jaxpr": "workload.jaxpr.txt"},
-        "environment": {"python": "3.11", "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu",
-                        "device_kind": f"cpu-{rng.integers(1000)}"},
-    }
+    """A stage 3 report of this evidence, as run_audit would return it (hidden tests only: perfaudit/answers.py)."""
+    from perfaudit import answers
+
+    return answers.report_of(evidence, rng)
 
 
 def made_up_first_call(rng=None):
-    """What perfaudit.decompose.first_call returns, with consistent numbers that exist only here."""
-    rng = rng or np.random.default_rng()
-    first = float(rng.uniform(0.05, 0.3))
-    observed = {name: first * float(share)
-                for name, share in zip(("trace_s", "lower_s", "compile_s"), rng.uniform(0.05, 0.3, size=3))}
-    observed["sum_s"] = sum(observed.values())
-    observed["remainder_s"] = first - observed["sum_s"]
-    aot = {name: first * float(share)
-           for name, share in zip(("trace_s", "lower_s", "compile_s", "first_run_s"), rng.uniform(0.05, 0.3, size=4))}
-    aot["sum_s"] = sum(aot.values())
-    return {
-        "decomposition": {
-            "shape": [16, 16], "dtype": "float32", "rounds": 3, "first_call_rounds_s": [first * 0.9, first, first * 1.2],
-            "aot_sum_rounds_s": [aot["sum_s"] * 1.1, aot["sum_s"], aot["sum_s"] * 0.95], "first_call_s": first,
-            "observed": observed, "aot": aot,
-            "warm_up": {"first_lower_s": float(rng.uniform(0.01, 0.1)), "second_lower_s": float(rng.uniform(1e-3, 1e-2))},
-            "one_time_lowering": {"measured_in": "a fresh Python process", "first_lower_s": 0.05,
-                                  "second_lower_s": 0.005, "one_time_s": 0.045},
-        },
-        "cost_analysis": {"flops": 8192.0, "transcendentals": 256.0, "bytes_accessed": float(rng.integers(2048, 4096))},
-        "memory_estimate": {"is_estimate": True, "source": "compiled.memory_analysis()", "argument_size_in_bytes": 1024,
-                            "output_size_in_bytes": 1024, "temp_size_in_bytes": int(rng.integers(0, 4096))},
-        "stablehlo_text": ("module @jit_workload {\n  func.func public @main(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {\n"
-                           "    %0 = stablehlo.dot_general %arg0, %arg0 : tensor<16x16xf32>\n"
-                           f"    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }}\n}}\n// {rng.integers(1 << 62):x}\n"),
-    }
+    """What perfaudit.decompose.first_call returns, with consistent numbers that exist only here (hidden tests only:
+    perfaudit/answers.py)."""
+    from perfaudit import answers
+
+    return answers.first_call_of(rng)
 
 
 def _as_json(value):
@@ -814,47 +896,75 @@ def check_report_carries(evidence_dir, evidence):
         _fail("the JAXPR file beside report.json should hold the evidence's jaxpr_text, exactly.")
 
 
-def check_measured_evidence(timings, steady_calls, outer_s, what):
-    """Timings a clock took during the call: as many steady calls as asked, each a float of seconds, all of them
-    together within the time the grader saw the call take, and a first call slower than the steady median."""
+def check_measured_evidence(timings, trace_count, jit, steady_calls, outer_s, what):
+    """Timings and a trace count taken during the call, of the function made by the grader's `jit` (a SlowJit):
+    as many steady calls as asked, each a float of seconds at least as long as that call and its result took,
+    all together within the time the grader saw the call take, and the traces jit really made."""
     if not isinstance(timings, dict):
         _fail(f"{what} should be a dict; found {type(timings).__name__}.")
     steady = timings.get("steady_s")
     if not isinstance(steady, list) or len(steady) != steady_calls:
         _fail(f"{what}: {steady_calls} steady calls were asked for; found {steady!r:.60} as steady_s.")
     first = check_seconds(_float(timings.get("first_call_s")), f"{what}: first_call_s")
-    steady = [check_seconds(_float(s), f"{what}: steady_s[]") for s in steady]
+    steady = [check_seconds(_float(s), f"{what}: steady_s[{i}]") for i, s in enumerate(steady)]
+    if not jit.shapes:
+        _fail(f"{what} never called a function made by the jit it was given: make the audited function with "
+              "audited = jit(...), using the jit argument, so that the test can time it with you.")
+    for call, (seconds, name) in enumerate(zip([first, *steady], ["first_call_s"] + [f"steady_s[{i}]" for i in
+                                                                                      range(steady_calls)])):
+        waited = jit.waited(call)
+        if waited is None:
+            _fail(f"{what}: the result of call {call + 1} was never waited for, so {name} cannot include its "
+                  "computation. Call block_until_ready() on each result before stopping the clock.")
+        if seconds < waited:
+            _fail(f"{what}: {name} is {seconds * 1e3:.3f} ms, but that call and its result took at least "
+                  f"{waited * 1e3:.3f} ms: time each call of the audited function itself, in order (first call "
+                  "first, then the steady calls), from just before the call until block_until_ready() returns.")
     total = first + sum(steady)
     if total > outer_s:
         _fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
               "when the grader timed it: they were not measured during this call.")
     check_timings(first, steady)
+    if type(trace_count) is not int or trace_count != jit.traces():
+        _fail(f"{what}: trace_count is {trace_count!r}, but the function jit made traced your workload "
+              f"{jit.traces()} times during this call (the grader's jit retraces when it changes a static "
+              "argument of its own). Count traces with a counter inside the function you jit, and read it "
+              "before make_jaxpr.")
 
 
 def check_gather_evidence(gather_evidence, rng=None):
-    """gather_evidence(k), called now with a k chosen now: measured timings, two traces, the JAXPR."""
+    """gather_evidence(k, jit) with a k chosen now and the grader's jit: measured timings, counted traces, the
+    JAXPR."""
     rng = rng or np.random.default_rng()
     steady_calls = int(rng.integers(5, 20))
+    jit = slow_jit(steady_calls, rng)
     started = time.perf_counter()
-    evidence = gather_evidence(steady_calls)
+    evidence = gather_evidence(steady_calls, jit)
     outer = time.perf_counter() - started
-    check_measured_evidence(evidence, steady_calls, outer, f"gather_evidence({steady_calls})")
-    check_trace_count(evidence.get("trace_count"))
+    what = f"gather_evidence({steady_calls}, jit)"
+    if not isinstance(evidence, dict):
+        _fail(f"{what} should return a dict; found {type(evidence).__name__}.")
+    check_measured_evidence(evidence, evidence.get("trace_count"), jit, steady_calls, outer, what)
     check_jaxpr_text(evidence.get("jaxpr_text"))
 
 
 def check_run_audit(run_audit, rng=None):
-    """run_audit(a new folder, k chosen now): evidence that passes every stage 3 check, measured during the call,
-    and the report it returns is the one it wrote."""
+    """run_audit(a new folder, k chosen now, the grader's jit): evidence that passes every stage 3 check,
+    measured and counted during the call, and the report it returns is the one it wrote."""
     rng = rng or np.random.default_rng()
     steady_calls = int(rng.integers(5, 20))
+    jit = slow_jit(steady_calls, rng)
     folder = new_folder()
     started = time.perf_counter()
-    returned = run_audit(folder, steady_calls)
+    returned = run_audit(folder, steady_calls, jit)
     outer = time.perf_counter() - started
-    check_evidence_dir(folder)
-    check_measured_evidence(read_report(folder).get("timings"), steady_calls, outer,
-                            f"report.json's timings from run_audit(folder, {steady_calls})")
+    report = read_report(folder)
+    check_report_schema(report)
+    check_report_scope(report)
+    what = f"report.json from run_audit(folder, {steady_calls}, jit)"
+    check_measured_evidence(report.get("timings"), report.get("tracing", {}).get("trace_count"), jit,
+                            steady_calls, outer, what)
+    check_report_agrees(report, folder, traces=jit.traces())
     check_returns_what_it_wrote(returned, folder)
 
 

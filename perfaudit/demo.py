@@ -1,19 +1,26 @@
-"""The instructor's main job, end to end, on bundled sample submissions.
+"""The instructor's main job, end to end, on bundled sample submissions, in a course folder of its own.
 
-    python -m perfaudit.demo
+    python -m perfaudit.demo                 # in demo/ beside the course
+    python -m perfaudit.demo --course DIR    # in DIR/demo/
 
-source/ --generate_assignment--> notebooks/ (release)
-samples --> submitted/<student>/performance-audit/ --autograde--> autograded/ + gradebook.db
-gradebook.db --export--> grades.csv, and a per-notebook grade table printed here.
+demo/ is made afresh from the course's source/ and nbgrader_config.py each time, so the samples never enter the
+class's gradebook.db, grades.csv, submitted/ or autograded/, and the class's release in notebooks/ is left as it is:
+source/ --generate_assignment--> demo/notebooks/ (release)
+samples --> demo/submitted/<student>/performance-audit/ --autograde--> demo/autograded/ + demo/gradebook.db
+demo/gradebook.db --export--> demo/grades.csv, and a per-notebook grade table printed here.
 """
 
+import argparse
 import csv
 import shutil
 import sys
 import time
+from pathlib import Path
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
+
+DEMO_DIR = "demo"
 
 DEMO_STUDENTS = ("correct", "partly-right", "untouched")
 
@@ -37,31 +44,44 @@ def print_table(header, rows):
         print("  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)))
 
 
-def main():
-    root = paths.ROOT
-    started = time.perf_counter()
-    print(f"1. release: nbgrader generate_assignment {ASSIGNMENT} -> notebooks/{ASSIGNMENT}/")
-    course.forget_submissions(root, DEMO_STUDENTS)  # an earlier demo's samples would block a changed release
-    course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)
+def make_demo_course(course_dir):
+    """demo/ made afresh: the course's source/ and nbgrader_config.py, nothing of the class's."""
+    demo = Path(course_dir) / DEMO_DIR
+    if demo.exists():
+        course.make_writable(demo)  # nbgrader leaves autograded files read-only
+        shutil.rmtree(demo)
+    shutil.copytree(Path(course_dir) / "source", demo / "source")
+    shutil.copy(Path(course_dir) / "nbgrader_config.py", demo)
+    return demo
 
-    print(f"2. samples: {', '.join(DEMO_STUDENTS)} -> submitted/")
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--course", type=Path, default=paths.ROOT, help="the course directory (default: this one)")
+    root = make_demo_course(parser.parse_args(argv).course.resolve())
+    started = time.perf_counter()
+    print(f"The demo grades in {root}/, a course folder of its own, made afresh: the class's gradebook.db, "
+          "grades.csv, submitted/ and notebooks/ are not touched.")
+    print(f"1. release: nbgrader generate_assignment {ASSIGNMENT} -> {DEMO_DIR}/notebooks/{ASSIGNMENT}/")
+    course.nbgrader("generate_assignment", ASSIGNMENT, course_dir=root)
+
+    print(f"2. samples: {', '.join(DEMO_STUDENTS)} -> {DEMO_DIR}/submitted/")
     for student in DEMO_STUDENTS:
-        shutil.rmtree(root / "submitted" / student, ignore_errors=True)
         samples.write_submission(student, root / "submitted")
 
-    print(f"3. autograde: nbgrader autograde {ASSIGNMENT} -> autograded/ and gradebook.db")
-    course.nbgrader("autograde", ASSIGNMENT, "--force", course_dir=root)
+    print(f"3. autograde: nbgrader autograde {ASSIGNMENT} -> {DEMO_DIR}/autograded/ and {DEMO_DIR}/gradebook.db")
+    course.nbgrader("autograde", ASSIGNMENT, course_dir=root)
 
-    print("4. export: nbgrader export -> grades.csv")
+    print(f"4. export: nbgrader export -> {DEMO_DIR}/grades.csv")
     course.nbgrader("export", course_dir=root)
 
-    header, rows = grade_table({s: v for s, v in course.scores(root).items() if s in DEMO_STUDENTS})
-    print(f"\nScores per notebook, from gradebook.db ({time.perf_counter() - started:.0f} s in all):\n")
+    header, rows = grade_table(course.scores(root))
+    print(f"\nScores per notebook, from {DEMO_DIR}/gradebook.db ({time.perf_counter() - started:.0f} s in all):\n")
     print_table(header, rows)
     table_csv = root / "autograded" / "grades-by-notebook.csv"
     with table_csv.open("w", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])
-    print(f"\nWrote grades.csv (nbgrader export) and {table_csv.relative_to(root)} (the table above).")
+    print(f"\nWrote {DEMO_DIR}/grades.csv (nbgrader export) and {table_csv.relative_to(root.parent)} (the table above).")
     return 0
 
 

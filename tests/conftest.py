@@ -1,5 +1,6 @@
 """Shared fixtures: a temporary course directory made the way an instructor makes one."""
 
+import re
 import shutil
 
 import nbformat
@@ -35,3 +36,24 @@ def hidden_test_lines():
 @pytest.fixture(scope="session")
 def course_dir(tmp_path_factory):
     return make_course(tmp_path_factory.mktemp("course"))
+
+
+# Lines this short ("else:", "return x") say nothing of an answer and appear in any Python file.
+SHORTEST_SECRET_LINE = 13
+
+
+def instructor_only_lines():
+    """Every line of a solution or hidden-test region in source/ (a whole solution cell where it has no
+    markers) that the student release does not show anyway."""
+    shown, secret = set(), set()
+    region = re.compile(r"### BEGIN (?:SOLUTION|HIDDEN TESTS)\n(.*?)### END", re.S)
+    for filename in paths.STAGES.values():
+        for cell in nbformat.read(paths.RELEASE / filename, as_version=4).cells:
+            shown.update(line.strip() for line in cell.source.splitlines())
+        for cell in nbformat.read(paths.SOURCE / filename, as_version=4).cells:
+            meta = cell.metadata.get("nbgrader", {})
+            blocks = region.findall(cell.source)
+            if meta.get("solution") and "### BEGIN SOLUTION" not in cell.source:
+                blocks.append(cell.source)
+            secret.update(line.strip() for block in blocks for line in block.splitlines())
+    return {line for line in secret - shown if len(line) >= SHORTEST_SECRET_LINE}

@@ -15,6 +15,7 @@ Needs Debian's chromium (/usr/bin/chromium, or $PERFAUDIT_CHROMIUM); .ci/run ins
 JupyterLab's own state (cell prompts, kernel status, dialogs), never on sleeps.
 """
 
+import contextlib
 import json
 import os
 import re
@@ -72,7 +73,8 @@ STUB_ERROR = "NotImplementedError"
 class Lab:
     url: str
     token: str
-    root: Path  # JupyterLab's root: notebooks/performance-audit of the temporary course
+    root: Path  # JupyterLab's root: work/ of the temporary course
+    said: str | None = None  # what `make lab` told the student before JupyterLab started
 
     def api(self, method, path):
         request = urllib.request.Request(
@@ -118,17 +120,10 @@ def artifacts(tmp_path_factory):
     return folder
 
 
-@pytest.fixture(scope="module")
-def jupyter_lab(tmp_path_factory):
-    """JupyterLab as `make lab` starts it, on a temporary course: notebooks/performance-audit/{solved,untouched}/."""
-    root = tmp_path_factory.mktemp("lab-course")
-    shutil.copy(paths.ROOT / "nbgrader_config.py", root)
-    for direction in ("solved", "untouched"):
-        shutil.copytree(paths.RELEASE, root / "notebooks" / ASSIGNMENT / direction,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "runs"))
-    # The instructor's release into the local exchange, for the Assignments view.
-    course.nbgrader("release_assignment", ASSIGNMENT, course_dir=root)
-    home = tmp_path_factory.mktemp("lab-home")
+@contextlib.contextmanager
+def started_lab(course_dir, home):
+    """JupyterLab as `make lab` starts it (perfaudit.lab's command, environment and working copy) on course_dir;
+    its settings, workspaces and runtime files in home. Yields a Lab; stops JupyterLab and its kernels after."""
     for name, settings in LAB_SETTINGS.items():
         (home / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (home / "settings" / name).write_text(json.dumps(settings))
@@ -138,7 +133,8 @@ def jupyter_lab(tmp_path_factory):
              f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
     if os.geteuid() == 0:
         extra.append("--allow-root")
-    argv, env, cwd = lab.lab_command(root, extra)
+    argv, env, cwd = lab.lab_command(course_dir, extra)
+    said = lab.working_copy(course_dir, env)
     env.pop(paths.EVIDENCE_ENV, None)
     env.update(
         JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
@@ -150,7 +146,7 @@ def jupyter_lab(tmp_path_factory):
     with open(log_path, "w") as log:
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    running = Lab(f"http://127.0.0.1:{port}", token, root / "notebooks" / ASSIGNMENT)
+    running = Lab(f"http://127.0.0.1:{port}", token, Path(course_dir) / "work", said)
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:
@@ -166,6 +162,21 @@ def jupyter_lab(tmp_path_factory):
         yield running
     finally:
         _stop_process_tree(process)
+
+
+@pytest.fixture(scope="module")
+def jupyter_lab(tmp_path_factory):
+    """JupyterLab as `make lab` starts it, on a temporary course: its root work/ holds {solved,untouched}/."""
+    root = tmp_path_factory.mktemp("lab-course")
+    shutil.copy(paths.ROOT / "nbgrader_config.py", root)
+    shutil.copytree(paths.RELEASE, root / "notebooks" / ASSIGNMENT)
+    for direction in ("solved", "untouched"):
+        shutil.copytree(paths.RELEASE, root / "work" / direction,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "runs"))
+    # The instructor's release into the local exchange, for the Assignments view.
+    course.nbgrader("release_assignment", ASSIGNMENT, course_dir=root)
+    with started_lab(root, tmp_path_factory.mktemp("lab-home")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
@@ -243,6 +254,11 @@ RUN_FINISHED_JS = """(cells) => {
 
 def open_notebook(page, running, relative_path, n_cells):
     page.goto(f"{running.url}/lab/tree/{relative_path}?reset&token={running.token}")
+    wait_for_notebook(page, n_cells)
+
+
+def wait_for_notebook(page, n_cells):
+    """Until the notebook in view shows its n_cells cells and its kernel is idle."""
     page.wait_for_function(f"() => document.querySelectorAll('{CELLS}').length === {n_cells}", timeout=RUN_MS)
     # The kernel is started and idle: the status bar names it.
     page.locator("#jp-main-statusbar").get_by_text(re.compile(r"\| Idle$")).wait_for(timeout=RUN_MS)

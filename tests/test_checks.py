@@ -360,3 +360,52 @@ def test_a_clock_started_after_the_call_is_caught():
 
     with pytest.raises(AssertionError, match="Start the clock before the call"):
         checks.check_time_call(after_the_call)
+
+
+def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=True, said_traces=None):
+    """notebook 3's gather_evidence, with the mistakes a student makes switched on one at a time."""
+    count = 0
+
+    def counted_workload(x):
+        nonlocal count
+        count += 1
+        return workload(x)
+
+    audited = jit(counted_workload)
+    x16, x32 = jnp.eye(16), jnp.eye(32)
+
+    def time_call(x):
+        start = time.perf_counter()
+        out = audited(x)
+        if synchronize:
+            out.block_until_ready()
+        return time.perf_counter() - start
+
+    if warm_first:
+        audited(x16).block_until_ready()
+    first_call_s = time_call(x16)
+    steady_s = [time_call(x16) for _ in range(steady_calls)]
+    audited(x32).block_until_ready()
+    return {"first_call_s": first_call_s, "steady_s": steady_s, "shape": [16, 16], "dtype": "float32",
+            "trace_count": count if said_traces is None else said_traces, "shapes": [[16, 16], [32, 32]],
+            "jaxpr_text": str(jax.make_jaxpr(audited)(x16))}
+
+
+def test_gather_evidence_is_checked_against_the_graders_own_jit():
+    checks.check_gather_evidence(gather_evidence)
+    with pytest.raises(AssertionError, match="never waited for"):
+        checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, synchronize=False))
+    with pytest.raises(AssertionError, match="but that call and its result took at least"):
+        checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, warm_first=True))
+    with pytest.raises(AssertionError, match="trace_count is 2, but the function jit made traced your workload"):
+        checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, said_traces=2))  # always 3 or more
+    with pytest.raises(AssertionError, match="never called a function made by the jit it was given"):
+        checks.check_gather_evidence(lambda k, jit: gather_evidence(k))
+
+
+def test_the_graders_jit_retraces_when_it_chooses_and_holds_each_result():
+    jit = checks.slow_jit(6, np.random.default_rng(0))
+    evidence = gather_evidence(6, jit)
+    assert evidence["trace_count"] == jit.traces() >= 3  # at least one retrace besides the two shapes
+    assert all(jit.waited(call) >= jit.ready_delays_s[call] for call in range(7))
+    assert checks.jaxpr_program(evidence["jaxpr_text"]) == checks.jaxpr_program(checks.reference_jaxpr())

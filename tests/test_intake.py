@@ -1,9 +1,14 @@
 """LMS downloads sorted into submitted/: Canvas and Moodle names, zip or folder, the download never touched."""
 
 import hashlib
+import json
+import os
+import time
 import zipfile
+from datetime import datetime, timezone
 
 import pytest
+from nbgrader.utils import parse_utc
 
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import intake
@@ -20,6 +25,9 @@ ENTRIES = {
     ),  # Moodle, one folder per participant
     "Bo Li_888_assignsubmission_file_02-retracing.ipynb": ("bo-li_888", "02-retracing.ipynb"),  # Moodle, flat
     "roefrank_222_678904_notes (1).ipynb": ("roefrank_222", "notes (1).ipynb"),  # kept as is: diagnosed later
+    # A browser's second download of the same file, alone and after Canvas's resubmission suffix.
+    "Bo Li_888_assignsubmission_file_01-first-call-vs-steady (1).ipynb": ("bo-li_888", "01-first-call-vs-steady.ipynb"),
+    "kimlee_333_678905_01-first-call-vs-steady-1 (2).ipynb": ("kimlee_333", "01-first-call-vs-steady.ipynb"),
     "grades-export.csv": None,
     "random folder/01-first-call-vs-steady.ipynb": None,
 }
@@ -83,3 +91,47 @@ def test_an_existing_submission_is_never_overwritten(tmp_path):
     report = intake.sort_into_submitted(download, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
     assert kept.read_bytes() == b"already there"
     assert "exists with other content" in report.report()
+
+
+def test_each_student_gets_nbgrader_s_timestamp_and_the_lms_late_mark(tmp_path):
+    download = tmp_path / "download"
+    _write(download, {
+        "doejane_12345_1_01-first-call-vs-steady.ipynb": b"on time",
+        "doejane_12345_2_02-retracing.ipynb": b"on time, later",
+        "roefrank_LATE_222_3_02-retracing.ipynb": b"late",
+        "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": b"moodle",
+    })
+    times = {"doejane_12345_1_01-first-call-vs-steady.ipynb": 1_741_600_000,
+             "doejane_12345_2_02-retracing.ipynb": 1_741_617_045.5,  # the newest of her files decides
+             "roefrank_LATE_222_3_02-retracing.ipynb": 1_741_700_000,
+             "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": 1_741_500_000}
+    for entry, epoch in times.items():
+        os.utime(download / entry, (epoch, epoch))
+    submitted = tmp_path / "submitted"
+    report = intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS)
+
+    stamp = (submitted / "doejane_12345" / ASSIGNMENT / "timestamp.txt").read_text()
+    assert stamp == "2025-03-10 14:30:45.500000 UTC"
+    assert parse_utc(stamp) == datetime.fromtimestamp(1_741_617_045.5, timezone.utc).replace(tzinfo=None)
+    assert len((submitted / "doejane_12345" / ASSIGNMENT / "submission_secret.txt").read_text()) == 128
+    assert report.report().splitlines()[1] == "  LATE (the LMS says so) roefrank_222: submitted 2025-03-11 13:33:20.000000 UTC"
+    record = json.loads((submitted / intake.RECORD).read_text())
+    assert record["roefrank_222"] == {"lms": "canvas", "name": "roefrank", "id": "222", "submission": "3", "late": True,
+                                      "submitted_at": "2025-03-11 13:33:20.000000 UTC"}
+    assert record["ana-lopez_777"] == {"lms": "moodle", "name": "Ana Lopez", "id": "777", "late": False,
+                                       "submitted_at": "2025-03-09 06:00:00.000000 UTC"}
+
+
+def test_a_zip_entry_s_time_is_read_in_this_machine_s_zone(tmp_path, monkeypatch):
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        archive = tmp_path / "download.zip"
+        with zipfile.ZipFile(archive, "w") as handle:
+            handle.writestr(zipfile.ZipInfo("doejane_12345_1_02-retracing.ipynb", (2025, 1, 15, 9, 30, 0)), b"nb")
+        intake.sort_into_submitted(archive, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    stamp = tmp_path / "submitted" / "doejane_12345" / ASSIGNMENT / "timestamp.txt"
+    assert stamp.read_text() == "2025-01-15 14:30:00.000000 UTC"  # 9:30 in New York, winter time

@@ -20,6 +20,14 @@ from nbgrader.coursedir import CourseDirectory
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
 
 
+DISK_FULL = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+
+
+def disk_full(text):
+    """Whether an error's text says that the disk the grader writes to is full: the environment, never the student."""
+    return any(sign in str(text) for sign in DISK_FULL)
+
+
 class GradingEnvironmentError(RuntimeError):
     """The grading environment is broken: nothing was graded, and the message says what to fix."""
 

@@ -8,7 +8,8 @@ What comes back is the student's claim, never a verdict: the tests that run in t
 
 A call and a result whose durations the grader controls (checks.SlowFunction) cross as a stand-in: when the
 student's code calls it, and when it waits on its result, the kernel asks on the stdin channel, and the grader
-answers after a delay it chose and never sent.
+answers after a delay it chose and never sent. The grader's jit (checks.SlowJit) crosses the same way; its
+answer to a call is the static argument that decides whether jit traces the student's function again.
 """
 
 import ast
@@ -146,15 +147,23 @@ class KernelChannel:
     def _answer_input(self, msg):
         """The student's code waits on a result whose readiness the grader controls: wait, then release it."""
         received = time.perf_counter()
-        kind, _, number = str(msg.get("content", {}).get("prompt", "")).partition(" ")
+        kind, number, detail = (str(msg.get("content", {}).get("prompt", "")).split(" ") + ["", ""])[:3]
         slow = self._slow.get(int(number)) if number.isdigit() else None
-        if slow is not None and kind == "perfaudit-call":
+        answer = ""
+        if isinstance(slow, checks.SlowJit):  # calls numbered by the grader; a call's static argument is its choice
+            if kind == "perfaudit-call":
+                call, salt = slow.call(_shape(detail))
+                slow.hold_call(call, received)
+                answer = f"{call} {salt}"
+            elif kind == "perfaudit-ready" and detail.isdigit():
+                slow.hold_result(int(detail), received)
+        elif slow is not None and kind == "perfaudit-call":
             time.sleep(slow.call_delay_s)
             slow.waited_call_s.append(time.perf_counter() - received)
         elif slow is not None and kind == "perfaudit-ready":
             time.sleep(slow.delay_s)
             slow.waited_s.append(time.perf_counter() - received)
-        self.client.input("")
+        self.client.input(answer)
 
     # --- values out ---
 
@@ -169,6 +178,10 @@ class KernelChannel:
             if value._channel is not self:
                 raise ValueError("a reference from another kernel")
             return {"$": "ref", "id": value._number}
+        if isinstance(value, checks.SlowJit):
+            number = len(self._slow) + 1
+            self._slow[number] = value
+            return {"$": "slowjit", "id": number}
         if isinstance(value, checks.SlowFunction):
             number = len(self._slow) + 1
             self._slow[number] = value
@@ -278,6 +291,14 @@ def _read_reply(msg):
     if not isinstance(reply, dict):
         raise StudentError("ValueError", "an answer the grader cannot read")
     return reply
+
+
+def _shape(text):
+    """'16x16' as the kernel's stand-in reports a call's input shape: a tuple of a few small ints, or ()."""
+    parts = text.split("x") if text else []
+    if len(parts) > 8 or not all(p.isdigit() and len(p) < 10 for p in parts):
+        return ("?",)
+    return tuple(int(p) for p in parts)
 
 
 def _read_dir(path):

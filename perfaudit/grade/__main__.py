@@ -4,6 +4,7 @@
     python -m perfaudit.grade --from canvas.zip     # sort an LMS download into submitted/ first
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
     python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
+    python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
 """
 
 import argparse
@@ -11,9 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+from perfaudit.grade import export
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run
-from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
 from perfaudit.autograde.sandbox import SandboxUnavailable
 
 
@@ -35,15 +37,38 @@ def parse(argv):
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
-    return Options(**vars(parser.parse_args(argv)))
+    lms = parser.add_argument_group("back to the LMS (no grading: reads the gradebook and feedback/)")
+    lms.add_argument("--export", choices=["canvas", "moodle"], help="write exports/<lms>-grades.csv to import and "
+                     "exports/<lms>-feedback.zip to upload")
+    lms.add_argument("--roster", type=Path, help="the LMS's own file: Canvas's gradebook export (CSV), or Moodle's "
+                     "grading worksheet")
+    lms.add_argument("--lms-column", help="Canvas: the assignment's column, e.g. 'Performance audit (98765)' "
+                     "(default: the roster's only one)")
+    args = parser.parse_args(argv)
+    if args.export and not args.roster:
+        parser.error("--export needs --roster: the file the LMS gives you to fill in")
+    return args
 
 
 def main(argv=None):
+    args = parse(argv)
+    if args.export:
+        done = export.export(args.export, args.course_dir, args.roster, args.lms_column, args.db_url)
+        print("\n".join(done.lines))
+        return 0
+    options = {k: v for k, v in vars(args).items() if k not in ("export", "roster", "lms_column")}
     try:
-        batch = run(parse(argv))
+        batch = run(Options(**options))
     except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
         print(refusal, file=sys.stderr)
         return 2
+    except Exception as error:  # noqa: BLE001 - a full disk can strike any write; anything else is a bug
+        if not disk_full(error):
+            raise
+        print(f"Grading stopped: the disk is full ({type(error).__name__}: {error}). Students graded before it keep "
+              "their grades; nobody else was graded. Free some space and run again: it grades those not graded "
+              "yet.", file=sys.stderr)
+        return 3
     if batch.environment:
         print(f"{len(batch.environment)} student(s) not graded: the grading environment failed (see above). Fix "
               "it and run again: they will be graded then.", file=sys.stderr)

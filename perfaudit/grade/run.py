@@ -290,6 +290,9 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
             writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
                         f"{error.allowed_failures + 1} times: not tried again (distributed.scheduler.allowed-failures)"))
         except Exception as error:  # a fault of the grader's code on that worker: 0 with the reason, the rest go on
+            if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
+                client.cancel(list(futures))
+                raise
             writer.zero(student, dict.fromkeys(jobs[student], f"grading failed: {type(error).__name__}: {error}"))
         else:
             if not task.is_plain(result):

@@ -16,6 +16,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import capture_log
 from traitlets.config.loader import PyFileConfigLoader
 
+from perfaudit.autograde import canary
 from perfaudit.grade import gradebook
 
 
@@ -100,8 +101,11 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
             },
         )
         result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
-        if not result["success"] and ENVIRONMENT in f"{result.get('log', '')}{result.get('error', '')}":
+        said = f"{result.get('log', '')}{result.get('error', '')}"
+        if not result["success"] and ENVIRONMENT in said:
             environment[notebook] = _failure(result).split(f"{ENVIRONMENT}: ", 1)[-1]
+        elif not result["success"] and canary.disk_full(said):
+            environment[notebook] = f"not graded: environment: the disk is full ({_failure(result)})"
         elif not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
     return {"student": student, "scratch": str(scratch), "failures": failures, "environment": environment,

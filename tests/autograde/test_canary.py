@@ -85,3 +85,32 @@ def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(cl
     assert "NOT GRADED" not in done.stdout
     assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 20
 
+
+
+FULL_DISK_RUN = """
+set -u
+cp -a "$COURSE" "$FULL/course" && cd "$FULL/course"
+head -c 200000000 /dev/zero > "$FULL/ballast" 2>/dev/null  # until the disk is full
+python -m perfaudit.grade --no-progress --no-feedback; echo "FIRST RUN EXIT $?"
+python -c "from perfaudit import course; print('AFTER FIRST RUN', sorted(course.scores('.')))"
+rm "$FULL/ballast"
+python -m perfaudit.grade --no-progress --no-feedback; echo "SECOND RUN EXIT $?"
+python -c "from perfaudit import course; print('SCORES', {s: int(sum(v for v, _ in nbs.values())) for s, nbs in course.scores('.').items()})"
+"""
+
+
+def test_a_full_disk_grades_nobody_says_so_and_the_next_run_grades_everyone(class_of_two, tmp_path):
+    """The course's disk, really full: a size-capped file system in a mount namespace of the test's own (bwrap),
+    holding the course and the grader's temporary folder, filled before grading."""
+    full = tmp_path / "full"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+           "COURSE": str(class_of_two), "FULL": str(full), "TMPDIR": str(full)}
+    run = subprocess.run(["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                          "--size", str(64 * 2**20), "--tmpfs", str(full), "bash", "-c", FULL_DISK_RUN],
+                         env=env, capture_output=True, text=True, timeout=1200)
+    said = run.stdout + run.stderr
+    assert "FIRST RUN EXIT 3" in said, said
+    assert "the disk is full" in said and "No space left on device" in said and "run again" in said
+    assert "AFTER FIRST RUN []" in said  # nobody graded
+    assert "SECOND RUN EXIT 0" in said, said
+    assert "SCORES {'correct': 20, 'untouched': 0}" in said, said

@@ -1,0 +1,192 @@
+"""Grades and feedback back to the LMS: a file each LMS imports, matched to the roster the instructor downloaded.
+
+    python -m perfaudit.grade --export canvas --roster canvas-gradebook.csv   # Canvas: Grades > Export
+    python -m perfaudit.grade --export moodle --roster moodle-worksheet.csv   # Moodle: Download grading worksheet
+
+Canvas imports a CSV with Student, ID, SIS User ID, SIS Login ID, Section and one column per assignment named
+"<assignment> (<id>)"; Moodle imports its offline grading worksheet back with the Grade column filled in. A
+student's grade is their total from the gradebook, after nbgrader's late penalty, scaled to the LMS's maximum
+where that differs. Students are matched by the id intake put in their student id (`<name>_<id>`: Canvas's user
+id, Moodle's participant number). Nobody is guessed: a graded student missing from the roster is listed, and a
+roster row with no graded submission keeps an empty grade (the LMS leaves it as it is).
+
+The feedback bundle is a zip of each student's feedback HTML, named as the LMS's own download named their files,
+so its bulk upload finds the student (Canvas: Re-upload Submissions; Moodle: Upload multiple feedback files in a
+zip). Students whose names came from elsewhere than an LMS download (no intake record) are listed, not bundled.
+"""
+
+import csv
+import io
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config.loader import PyFileConfigLoader
+
+from perfaudit import ASSIGNMENT
+from perfaudit.grade import intake
+
+CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"
+MOODLE_PARTICIPANT = re.compile(r"^Participant (\d+)$")
+EXPORT_DIR = "exports"
+
+
+@dataclass
+class Export:
+    grades: Path
+    feedback: Path | None
+    lines: list = field(default_factory=list)  # what the instructor should read
+
+
+def course_directory(course_dir, db_url=None):
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    config.CourseDirectory.root = str(course_dir)
+    if db_url:
+        config.CourseDirectory.db_url = db_url
+    return CourseDirectory(config=config)
+
+
+def final_grades(db_url, course_id):
+    """{student: (total after the late penalty, maximum)} for the assignment, from the gradebook."""
+    with Gradebook(db_url, course_id) as gradebook:
+        assignment = gradebook.find_assignment(ASSIGNMENT)
+        return {sub.student.id: (sum(nb.score - (nb.late_submission_penalty or 0) for nb in sub.notebooks),
+                                 assignment.max_score) for sub in assignment.submissions}
+
+
+def lms_id(student, record):
+    """The LMS's id of a student: intake's record of it, else the digits after the last underscore."""
+    if student in record:
+        return record[student]["id"]
+    tail = student.rsplit("_", 1)[-1]
+    return tail if tail.isdigit() else None
+
+
+def _scaled(score, maximum, lms_maximum):
+    value = score if lms_maximum in (None, maximum) else score / maximum * lms_maximum
+    return f"{round(value, 2):g}"
+
+
+def _read_roster(path):
+    with open(path, newline="", encoding="utf-8-sig") as handle:  # LMS exports often start with a BOM
+        rows = list(csv.reader(handle))
+    if not rows:
+        raise SystemExit(f"{path} is empty: download the roster from the LMS again.")
+    return rows[0], rows[1:]
+
+
+def canvas(roster_path, grades, record, column=None):
+    """(CSV text, lines to print) for Canvas's gradebook import."""
+    header, rows = _read_roster(roster_path)
+    if header[:len(CANVAS_FIXED)] != CANVAS_FIXED:
+        raise SystemExit(f"{roster_path} does not start with Canvas's columns {', '.join(CANVAS_FIXED)}: "
+                         "export the gradebook from Canvas (Grades > Export > CSV).")
+    if column is None:
+        candidates = [name for name in header if CANVAS_ASSIGNMENT.match(name)]
+        if len(candidates) != 1:
+            raise SystemExit(f"Name the assignment's column with --lms-column; the roster has {len(candidates)}: "
+                             f"{'; '.join(candidates)}")
+        column = candidates[0]
+    if column not in header:
+        raise SystemExit(f"{roster_path} has no column {column!r}.")
+    at = header.index(column)
+    out, lines, matched = [CANVAS_FIXED + [column]], [], set()
+    by_id = {lms_id(s, record): s for s in grades}
+    lms_maximum = None
+    for row in rows:
+        row = row + [""] * (len(header) - len(row))
+        if not row[1].strip():  # Canvas's "Points Possible" (and posting) rows carry no student id
+            if row[0].strip() == "Points Possible":
+                lms_maximum = float(row[at]) if row[at].strip() else None
+                out.append(row[:len(CANVAS_FIXED)] + [row[at]])
+            continue
+        student = by_id.get(row[1].strip())
+        grade = _scaled(*grades[student], lms_maximum) if student else ""
+        matched.add(student)
+        out.append(row[:len(CANVAS_FIXED)] + [grade])
+    lines += _match_lines(grades, matched, len(rows), lms_maximum)
+    return _csv(out), lines
+
+
+def moodle(roster_path, grades, record):
+    """(CSV text, lines to print): Moodle's grading worksheet with the Grade column filled in."""
+    header, rows = _read_roster(roster_path)
+    if not {"Identifier", "Grade", "Maximum Grade"} <= set(header):
+        raise SystemExit(f"{roster_path} is not Moodle's grading worksheet (Identifier, Grade, Maximum Grade): "
+                         "download it from the assignment (View all submissions > Download grading worksheet).")
+    identifier, grade_at, maximum_at = (header.index(n) for n in ("Identifier", "Grade", "Maximum Grade"))
+    by_id = {lms_id(s, record): s for s in grades}
+    out, matched, maxima = [header], set(), set()
+    for row in rows:
+        row = row + [""] * (len(header) - len(row))
+        participant = MOODLE_PARTICIPANT.match(row[identifier].strip())
+        student = by_id.get(participant[1]) if participant else None
+        if student:
+            lms_maximum = float(row[maximum_at]) if row[maximum_at].strip() else None
+            maxima.add(lms_maximum)
+            row[grade_at] = _scaled(*grades[student], lms_maximum)
+            matched.add(student)
+        out.append(row)
+    return _csv(out), _match_lines(grades, matched, len(rows), next(iter(maxima)) if len(maxima) == 1 else None)
+
+
+def _match_lines(grades, matched, roster_rows, lms_maximum):
+    maximum = next(iter(grades.values()))[1] if grades else None
+    lines = [f"{len(matched - {None})} of {len(grades)} graded students matched to {roster_rows} roster rows"]
+    if lms_maximum not in (None, maximum):
+        lines.append(f"  scaled: {maximum:g} points here are {lms_maximum:g} in the LMS")
+    lines += [f"  NOT IN ROSTER {s}: {grades[s][0]:g}/{grades[s][1]:g} not exported" for s in sorted(set(grades) - matched)]
+    return lines
+
+
+def _csv(rows):
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    return text.getvalue()
+
+
+def feedback_name(lms, fields, notebook_stem):
+    """The name an LMS's bulk upload matches to the student: its download's own prefix, then the notebook."""
+    if lms == "canvas":
+        return f"{fields['name']}_{fields['id']}_{fields['submission']}_{notebook_stem}-feedback.html"
+    return f"{fields['name']}_{fields['id']}_assignsubmission_file_{notebook_stem}-feedback.html"
+
+
+def feedback_bundle(lms, feedback_dir, record, zip_path):
+    """Zip every student's feedback HTML named for the LMS; return lines to print."""
+    bundled, left_out = 0, []
+    with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for folder in sorted(Path(feedback_dir).glob(f"*/{ASSIGNMENT}")):
+            student = folder.parent.name
+            fields = record.get(student)
+            if not fields or fields["lms"] != lms:
+                left_out.append(student)
+                continue
+            for page in sorted(folder.glob("*.html")):
+                archive.write(page, feedback_name(lms, fields, page.stem))
+                bundled += 1
+    lines = [f"feedback: {bundled} pages in {zip_path}"]
+    if left_out:
+        lines.append(f"  not in a {lms} download, not bundled: {', '.join(left_out)}")
+    return lines
+
+
+def export(lms, course_dir, roster, column=None, db_url=None, out_dir=None):
+    """Write exports/<lms>-grades.csv and exports/<lms>-feedback.zip; return the Export."""
+    coursedir = course_directory(Path(course_dir).resolve(), db_url)
+    grades = final_grades(coursedir.db_url, coursedir.course_id)
+    submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
+    record = intake.lms_record(submitted)
+    text, lines = canvas(roster, grades, record, column) if lms == "canvas" else moodle(roster, grades, record)
+    out_dir = Path(out_dir or Path(course_dir) / EXPORT_DIR)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    grades_path = out_dir / f"{lms}-grades.csv"
+    grades_path.write_text(text, encoding="utf-8")
+    feedback_dir = Path(coursedir.format_path(coursedir.feedback_directory, ".", ".")).resolve()
+    bundle = out_dir / f"{lms}-feedback.zip"
+    lines = [f"grades: {grades_path}", *lines, *feedback_bundle(lms, feedback_dir, record, bundle)]
+    return Export(grades_path, bundle, lines)

@@ -1,0 +1,12 @@
+"""nbgrader settings for the student copy: the Validate button and the Assignments view (make lab) read them."""
+
+from pathlib import Path
+
+c = get_config()  # noqa: F821 (provided by nbgrader)
+
+c.CourseDirectory.course_id = "jax-performance-audit"
+# Validate reports every failing cell, the unfilled solution cell's NotImplementedError included.
+c.Validator.validate_all = True
+# Fetch, Submit and Fetch Feedback (on a course server) work in work/, JupyterLab's root in `make lab`: nbgrader's
+# default "." means the server's working directory (this one), outside what JupyterLab shows.
+c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")

@@ -1,0 +1,34 @@
+"""make demo grades its samples in demo/, a course folder of its own: the class's grades never hold them."""
+
+import csv
+import io
+
+import pytest
+from conftest import make_course
+
+from perfaudit import demo
+from perfaudit.fixtures import samples
+from perfaudit.grade.run import Options, run
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
+
+
+def _students(grades_csv):
+    with open(grades_csv, newline="") as handle:
+        return {row["student_id"]: float(row["score"]) for row in csv.DictReader(handle)}
+
+
+def test_the_class_s_grades_after_demo_then_grade_hold_no_sample_student(tmp_path, capsys):
+    root = make_course(tmp_path)
+    (root / "submitted").mkdir()
+    # A class student who handed in the untouched release (the sample's notebooks under the student's own name).
+    samples.write_submission("untouched", root / "submitted").parent.rename(root / "submitted" / "doejane_12345")
+
+    assert demo.main(["--course", str(root)]) == 0
+    said = capsys.readouterr().out
+    assert "a course folder of its own" in said and "the class's gradebook.db" in said
+    run(Options(course_dir=root, workers=2, progress=False, canary=False, feedback=False), out=io.StringIO())
+
+    assert _students(root / "grades.csv") == {"doejane_12345": 0.0}
+    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0, "partly-right": 11.0, "untouched": 0.0}
+    assert not (root / "autograded" / "grades-by-notebook.csv").exists()

@@ -1,0 +1,106 @@
+"""Grades and feedback back to the LMS: Canvas's import CSV and Moodle's worksheet, from a real gradebook."""
+
+import csv
+import io
+import zipfile
+
+import pytest
+from conftest import make_course
+from nbgrader.api import Gradebook
+
+from perfaudit import ASSIGNMENT
+from perfaudit.grade import export, intake
+
+# nbgrader warns about its own session when a submission is made through its API (the batch filters it too).
+pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+
+NB1, NB2 = "01-first-call-vs-steady", "02-retracing"
+NOTEBOOKS = {f"{NB1}.ipynb", f"{NB2}.ipynb"}
+
+CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Current Score,Performance audit (98765)
+    Points Possible,,,,,,20
+"Doe, Jane",12345,s-12345,jdoe,Lab A,,
+"Roe, Frank",222,s-222,froe,Lab B,,
+"Nobody, Ned",999,s-999,nned,Lab B,,
+"""
+
+MOODLE_WORKSHEET = """Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+Participant 777,Ana Lopez,ana@example.org,Submitted for grading,,100.00,Yes,-,-,
+Participant 778,Max Mann,max@example.org,No submission,,100.00,Yes,-,-,
+"""
+
+
+def _grade(gradebook, student, points, late_penalty=0.0):
+    """Set a student's auto score on each test of notebook 1 until `points` are given; notebook 2 scores 0."""
+    gradebook.update_or_create_student(student)
+    submission = gradebook.update_or_create_submission(ASSIGNMENT, student)
+    for nb in submission.notebooks:
+        nb.late_submission_penalty = late_penalty if nb.name == NB1 else 0.0
+        for grade in nb.grades:
+            given = min(points, grade.max_score) if nb.name == NB1 else 0.0
+            grade.auto_score, points = given, points - given
+    gradebook.db.commit()
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("export"))
+    download = root / "download"
+    for entry in ("doejane_12345_5001_01-first-call-vs-steady.ipynb", "roefrank_LATE_222_5002_01-first-call-vs-steady.ipynb",
+                  "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady (1).ipynb", "kimlee_333_5003_02-retracing.ipynb"):
+        (download / entry).parent.mkdir(parents=True, exist_ok=True)
+        (download / entry).write_bytes(b"{}")
+    intake.sort_into_submitted(download, root / "submitted", ASSIGNMENT, NOTEBOOKS)
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", "jax-performance-audit") as gradebook:
+        _grade(gradebook, "doejane_12345", 5)
+        _grade(gradebook, "roefrank_222", 4, late_penalty=1.0)  # 4 points, 1 taken for lateness
+        _grade(gradebook, "ana-lopez_777", 3)
+        _grade(gradebook, "kimlee_333", 2)  # not in the Canvas roster
+    for student in ("doejane_12345", "roefrank_222", "ana-lopez_777"):
+        folder = root / "feedback" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        (folder / f"{NB1}.html").write_text(f"feedback for {student}")
+    (root / "canvas.csv").write_text(CANVAS_ROSTER, encoding="utf-8")
+    (root / "moodle.csv").write_text(MOODLE_WORKSHEET)
+    return root
+
+
+def _rows(path):
+    return list(csv.reader(io.StringIO(path.read_text())))
+
+
+def test_canvas_gets_its_import_columns_and_each_rostered_student_s_grade_after_the_late_penalty(course):
+    done = export.export("canvas", course, course / "canvas.csv")
+    assert _rows(done.grades) == [
+        ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Performance audit (98765)"],
+        ["    Points Possible", "", "", "", "", "20"],
+        ["Doe, Jane", "12345", "s-12345", "jdoe", "Lab A", "5"],
+        ["Roe, Frank", "222", "s-222", "froe", "Lab B", "3"],
+        ["Nobody, Ned", "999", "s-999", "nned", "Lab B", ""],  # no submission: Canvas keeps what it has
+    ]
+    assert "  NOT IN ROSTER ana-lopez_777: 3/20 not exported" in done.lines
+    assert "  NOT IN ROSTER kimlee_333: 2/20 not exported" in done.lines
+    with zipfile.ZipFile(done.feedback) as bundle:
+        assert sorted(bundle.namelist()) == [f"doejane_12345_5001_{NB1}-feedback.html",
+                                             f"roefrank_222_5002_{NB1}-feedback.html"]
+        assert bundle.read(f"roefrank_222_5002_{NB1}-feedback.html") == b"feedback for roefrank_222"
+
+
+def test_moodle_gets_its_worksheet_back_with_grades_scaled_to_its_maximum(course):
+    done = export.export("moodle", course, course / "moodle.csv")
+    rows = _rows(done.grades)
+    assert rows[0] == MOODLE_WORKSHEET.splitlines()[0].split(",")
+    assert rows[1][:6] == ["Participant 777", "Ana Lopez", "ana@example.org", "Submitted for grading", "15", "100.00"]
+    assert rows[2][4] == ""
+    assert "  scaled: 20 points here are 100 in the LMS" in done.lines
+    with zipfile.ZipFile(done.feedback) as bundle:
+        assert bundle.namelist() == [f"Ana Lopez_777_assignsubmission_file_{NB1}-feedback.html"]
+
+
+def test_a_roster_with_several_assignments_needs_the_column_named(course, tmp_path):
+    roster = tmp_path / "two.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Audit (1),Quiz (2)\n")
+    with pytest.raises(SystemExit, match="Name the assignment's column with --lms-column; the roster has 2"):
+        export.export("canvas", course, roster, out_dir=tmp_path)
+    done = export.export("canvas", course, roster, column="Audit (1)", out_dir=tmp_path)
+    assert _rows(done.grades) == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Audit (1)"]]

@@ -1,0 +1,81 @@
+"""From an LMS download to grades and feedback the LMS takes back, through real nbgrader with a due date.
+
+A Canvas download (one student on time, one marked LATE_ whose browser renamed the file) and a Moodle one are sorted
+into submitted/, graded by python -m perfaudit.grade with nbgrader's late penalty set to "zero", and the exact
+scores are read from the gradebook; then `nbgrader release_feedback` runs, and both exports are written.
+"""
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+
+import nbformat
+import pytest
+from conftest import make_course
+from nbgrader.api import Gradebook
+
+from perfaudit import ASSIGNMENT, course
+from perfaudit.fixtures import samples
+from perfaudit.grade.run import Options, run
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
+
+NB1 = "01-first-call-vs-steady"
+DUE = datetime(2025, 3, 10, 12, 0, tzinfo=timezone.utc)
+ON_TIME, LATE = DUE.timestamp() - 3600, DUE.timestamp() + 3600
+COURSE_ID = "jax-performance-audit"
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = make_course(tmp_path_factory.mktemp("lms"))
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write('\nc.LateSubmissionPlugin.penalty_method = "zero"  # a late notebook scores 0\n')
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
+        gradebook.update_or_create_assignment(ASSIGNMENT, duedate=DUE.replace(tzinfo=None))
+    download = root / "download"
+    download.mkdir()
+    correct = samples.submission(samples.SAMPLES["correct"], 1)
+    for entry, stamp in {f"ontimeann_101_5001_{NB1}.ipynb": ON_TIME,
+                         f"latebob_LATE_102_5002_{NB1} (1).ipynb": LATE,
+                         f"Cy Moo_777_assignsubmission_file_{NB1}.ipynb": ON_TIME}.items():
+        nbformat.write(correct, download / entry)
+        os.utime(download / entry, (stamp, stamp))
+    out = io.StringIO()
+    run(Options(course_dir=root, download=download, workers=2, progress=False, canary=False), out=out)
+    return root, out.getvalue()
+
+
+def test_the_late_penalty_applies_from_the_lms_s_time_and_feedback_is_released(graded):
+    root, out = graded
+    assert "LATE (the LMS says so) latebob_102: submitted 2025-03-10 13:00:00.000000 UTC" in out
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
+        found = {s: gradebook.find_submission_notebook(NB1, ASSIGNMENT, s)
+                 for s in ("ontimeann_101", "latebob_102", "cy-moo_777")}
+        assert {s: (nb.score, nb.late_submission_penalty or 0) for s, nb in found.items()} == {
+            "ontimeann_101": (5, 0), "latebob_102": (5, 5), "cy-moo_777": (5, 0)}, out
+
+    (root / "exchange").mkdir(exist_ok=True)  # the exchange nbgrader_config.py names (make lab makes it too)
+    released = course.nbgrader("release_feedback", ASSIGNMENT, course_dir=root)
+    pages = list((root / "exchange" / COURSE_ID / "feedback").glob("*.html"))
+    assert len(pages) == 3, released
+
+
+def test_both_lmss_get_their_files(graded):
+    root, _ = graded
+    (root / "canvas.csv").write_text("Student,ID,SIS User ID,SIS Login ID,Section,Audit (9)\n"
+                                     '"Ann, On Time",101,,,,\n"Bob, Late",102,,,,\n')
+    (root / "moodle.csv").write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,"
+                                     "Grade can be changed,Last modified (submission),Last modified (grade),"
+                                     "Feedback comments\nParticipant 777,Cy Moo,cy@example.org,Submitted,,20.00,Yes,-,-,\n")
+    for lms in ("canvas", "moodle"):
+        done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--export", lms, "--roster",
+                               str(root / f"{lms}.csv"), "--course-dir", str(root)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    canvas = list(csv.reader((root / "exports" / "canvas-grades.csv").open()))
+    assert [row[-1] for row in canvas] == ["Audit (9)", "5", "0"]
+    moodle = list(csv.reader((root / "exports" / "moodle-grades.csv").open()))
+    assert moodle[1][4] == "5"

@@ -1,0 +1,103 @@
+"""The student copy (make student-copy): the release and the public package, never a solution or hidden test.
+
+Its checker is run from the unzipped folder, on the copy's own package, as a student runs it.
+"""
+
+import math
+import os
+import re
+import subprocess
+import sys
+import zipfile
+
+import nbformat
+import pytest
+from conftest import instructor_only_lines
+
+from perfaudit import ASSIGNMENT, answers, checks, paths, student_copy
+from perfaudit.fixtures import samples
+
+# Lines the public side holds by necessity, each saying nothing of an answer: a key of the public report schema
+# opening its section, a key set from the variable of its name, an argument converted, and a call of the student's
+# own function by the name and parameters the release gives it.
+PUBLIC_BY_DESIGN = [
+    re.compile(r'^"\w+": \{$'),
+    re.compile(r'^"(\w+)": \1,$'),
+    re.compile(r"^(\w+) = Path\(\1\)$"),
+    re.compile(r"^evidence = gather_evidence\([\w, ]*\)$"),
+]
+
+
+@pytest.fixture(scope="module")
+def unzipped(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("student")
+    with zipfile.ZipFile(student_copy.write(folder / "student.zip")) as archive:
+        archive.extractall(folder)
+    return folder / student_copy.TOP
+
+
+def _texts(copy):
+    """{file: its text}, a notebook's cell sources added so that no JSON escaping hides a line."""
+    texts = {}
+    for path in sorted(p for p in copy.rglob("*") if p.is_file()):
+        text = path.read_text()
+        if path.suffix == ".ipynb":
+            text += "\n".join(cell.source for cell in nbformat.reads(text, as_version=4).cells)
+        texts[path.relative_to(copy).as_posix()] = text
+    return texts
+
+
+def test_no_file_holds_a_solution_or_hidden_test_line(unzipped):
+    secret = {line for line in instructor_only_lines() if not any(p.match(line) for p in PUBLIC_BY_DESIGN)}
+    assert len(secret) > 50, "the source notebooks should hold solutions and hidden tests"
+    leaked = {name: sorted(line for line in secret if line in text) for name, text in _texts(unzipped).items()}
+    assert not {name: lines for name, lines in leaked.items() if lines}
+
+
+def test_it_holds_the_release_and_the_public_package_only(unzipped):
+    names = set(_texts(unzipped))
+    assert {f"notebooks/{ASSIGNMENT}/{n}" for n in paths.STAGES.values()} <= names
+    assert {"README.md", "Makefile", "requirements-cpu.txt", "pyproject.toml", "nbgrader_config.py",
+            "perfaudit/checks.py", "perfaudit/check.py", "perfaudit/lab.py", "perfaudit/charts.py",
+            "perfaudit/report.schema.json", "perfaudit/student_lab/jupyter_server_config.json"} <= names
+    instructor_only = [n for n in names if n.startswith(("source/", "perfaudit/autograde/", "perfaudit/grade/",
+                                                          "perfaudit/fixtures/", "tests/"))
+                       or n in ("perfaudit/answers.py", "perfaudit/demo.py", "perfaudit/course.py")]
+    assert not instructor_only
+
+
+def test_the_self_checks_written_out_values_are_the_answers():
+    expected = answers.summary_of(list(checks.SELF_CHECK_SAMPLES))
+    assert all(math.isclose(float(expected[k]), v, rel_tol=1e-12) for k, v in checks.SELF_CHECK_SUMMARY.items())
+    assert all(answers.cost_of(n) == cost for n, cost in checks.SELF_CHECK_COST.items())
+
+
+def _check(copy, *args):
+    # PYTHONPATH first: the copy's own package, not the course's, in the checker and in its kernels.
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    return subprocess.run([sys.executable, "-m", "perfaudit.check", *args], cwd=copy, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_its_checker_runs_the_visible_checks_on_the_students_notebook(unzipped):
+    where = subprocess.run([sys.executable, "-c", "import perfaudit; print(perfaudit.__file__)"], cwd=unzipped,
+                           env={**os.environ, "PYTHONPATH": str(unzipped)}, capture_output=True, text=True)
+    assert where.stdout.strip() == str(unzipped / "perfaudit" / "__init__.py")
+
+    untouched = _check(unzipped, "--stage", "2")
+    assert untouched.returncode == 1, untouched.stderr
+    lines = untouched.stdout.splitlines()
+    assert lines[0].startswith("FAIL performance-audit stage 2 (your notebook work/performance-audit/02-retracing")
+    assert lines[1].startswith("  Hidden tests run only when your work is graded")
+    assert "Not filled in yet: counted_workload" in untouched.stdout
+    assert "Traceback" not in untouched.stdout
+
+    work = unzipped / "work" / ASSIGNMENT / paths.STAGES[2]
+    nbformat.write(samples.submission(samples.SAMPLES["correct"], 2), work)
+    solved = _check(unzipped, "--stage", "2")
+    assert solved.stdout.startswith("PASS performance-audit stage 2"), solved.stdout + solved.stderr
+    assert "Hidden tests run only when your work is graded" in solved.stdout
+
+    instructor = _check(unzipped, "--implementation", "starter", "--stage", "2")
+    assert instructor.returncode == 2 and "holds no instructor notebooks (source/)" in instructor.stderr
