@@ -294,7 +294,8 @@ def _read_reply(msg):
 
 
 def _shape(text):
-    """'16x16' as the kernel's stand-in reports a call's input shape: a tuple of a few small ints, or ()."""
+    """'16x16' as the kernel's stand-in reports a call's input shape: a tuple of a few small ints ('' is a scalar's
+    ()), or ('?',) for anything else, which then counts as one more shape."""
     parts = text.split("x") if text else []
     if len(parts) > 8 or not all(p.isdigit() and len(p) < 10 for p in parts):
         return ("?",)
