@@ -1,6 +1,7 @@
 """Benchmark: the same submissions get the same scores, run after run, while the machine is busy.
 
     python benchmarks/verdicts_under_load.py [--runs 20] [--samples correct,untouched] [--load-processes N]
+                                             [--skip-canary]
 
 Two temporary course directories, each with one submission per sample of perfaudit/fixtures/samples.py (all of them by
 default: the instructor's solution, `correct`, and the typical mistakes). While one busy-loop Python process per
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT  # noqa: E402
+from perfaudit.autograde.canary import SKIP as SKIP_CANARY  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 
 DEFAULT_RUNS = 20
@@ -112,9 +114,11 @@ def prepare_course(root, sample_names):
     return root
 
 
-def grade(grader, root):
+def grade(grader, root, canary=True):
     """Run one grader over the whole course: (wall seconds, exit status, the end of its output)."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if not canary:  # both graders read it
+        env[SKIP_CANARY] = "1"
     started = time.perf_counter()
     done = subprocess.run([sys.executable, *COMMANDS[grader]], cwd=root, env=env, capture_output=True, text=True)
     return time.perf_counter() - started, done.returncode, (done.stdout + done.stderr)[-3000:]
@@ -139,6 +143,7 @@ class Result:
     runs: int
     load_processes: int
     max_load_s: float
+    canary: bool = True
     scores: dict = field(default_factory=lambda: {g: defaultdict(list) for g in GRADERS})  # {grader: {sample: [..]}}
     seconds: dict = field(default_factory=lambda: {g: [] for g in GRADERS})  # {grader: [wall s of each run]}
     failures: dict = field(default_factory=lambda: {g: [] for g in GRADERS})  # {grader: [(run, status, output)]}
@@ -149,10 +154,10 @@ class Result:
 
 
 def measure(sample_names, runs, workdir, load_processes=None, max_load_s=DEFAULT_MAX_LOAD_S, warmup_s=10.0,
-            progress=sys.stderr):
+            progress=sys.stderr, canary=True):
     """Grade every sample `runs` times with each grader under load; return the Result (nothing is printed to stdout)."""
     load_processes = (os.cpu_count() or 1) if load_processes is None else load_processes
-    result = Result(list(sample_names), runs, load_processes, max_load_s)
+    result = Result(list(sample_names), runs, load_processes, max_load_s, canary)
     courses = {g: prepare_course(Path(workdir) / f"course-{i}", sample_names) for i, g in enumerate(GRADERS)}
     with Load(load_processes, max_load_s) as load:
         result.load_pids = load.pids
@@ -161,7 +166,7 @@ def measure(sample_names, runs, workdir, load_processes=None, max_load_s=DEFAULT
         started = time.monotonic()
         for run in range(1, runs + 1):
             for grader in GRADERS:  # alternating, so both graders see the same machine
-                seconds, status, output = grade(grader, courses[grader])
+                seconds, status, output = grade(grader, courses[grader], canary)
                 result.seconds[grader].append(seconds)
                 if status != 0:
                     result.failures[grader].append((run, status, output))
@@ -212,6 +217,8 @@ def report(result, out=sys.stdout):
     alive = f"all {started} busy until the end" if running == started else f"only {running} of {started} at the end"
     print(f"load: {result.load_processes} busy-loop processes (each stops itself after {result.max_load_s:g} s): "
           f"{alive}; all stopped", file=out)
+    print("canary: " + ("run by each grading process before its first student" if result.canary else
+                        f"skipped ({SKIP_CANARY}=1): the samples correct and untouched are its verdicts"), file=out)
     if result.load:
         print(f"load average (1 min) while grading, {len(result.load)} samples 1 s apart: min {min(result.load):.2f}, "
               f"median {statistics.median(result.load):.2f}, max {max(result.load):.2f}", file=out)
@@ -271,6 +278,9 @@ def main(argv=None):
     parser.add_argument("--max-load-s", type=float, default=DEFAULT_MAX_LOAD_S,
                         help=f"each busy loop stops itself after this many seconds (default {DEFAULT_MAX_LOAD_S})")
     parser.add_argument("--warmup-s", type=float, default=10.0, help="busy loops alone before the first run")
+    parser.add_argument("--skip-canary", dest="canary", action="store_false",
+                        help="grade without the canary (it grades the solution and the release in every grading "
+                             "process, as the samples correct and untouched do: the same verdicts, for less time)")
     args = parser.parse_args(argv)
     names = [n for n in args.samples.split(",") if n]
     unknown = sorted(set(names) - set(samples.SAMPLES))
@@ -278,7 +288,8 @@ def main(argv=None):
         parser.error(f"--samples must name samples of perfaudit/fixtures/samples.py ({', '.join(sorted(samples.SAMPLES))}) "
                      f"and --runs be at least 1; unknown: {', '.join(unknown) or 'none'}")
     with tempfile.TemporaryDirectory(prefix="perfaudit-load-") as workdir:
-        result = measure(names, args.runs, workdir, args.load_processes, args.max_load_s, args.warmup_s)
+        result = measure(names, args.runs, workdir, args.load_processes, args.max_load_s, args.warmup_s,
+                         canary=args.canary)
     return report(result)
 
 

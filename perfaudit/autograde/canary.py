@@ -53,11 +53,24 @@ def scores(nb):
 
 
 def _graded(path, config):
+    """The notebook at path, graded through the pipeline. The grader failing on the instructor's own notebook (a
+    package it cannot import, say) is the environment's fault too: GradingEnvironmentError, never a traceback."""
     from perfaudit.autograde.execute import TrustedExecute
 
-    with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
-        execute = TrustedExecute(config=config, canary=False)
-        nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
+    try:
+        with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
+            execute = TrustedExecute(config=config, canary=False)
+            nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
+    except GradingEnvironmentError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever it is, it is not a student's doing
+        if disk_full(error):  # said as such by the graders: exit 3, "the disk is full"
+            raise
+        raise GradingEnvironmentError(
+            f"the grading environment is broken: the grader itself failed on {'/'.join(path.parts[-3:])} "
+            f"({type(error).__name__}: {error}). No student was graded with it. Fix the environment and grade again "
+            f"(or skip this check: {SKIP}=1, or --skip-canary)."
+        ) from error
     return nb
 
 

@@ -12,11 +12,17 @@ import os
 import sys
 from pathlib import Path
 
-from perfaudit.grade import export
-from perfaudit.grade.engine import SchedulerUnreachable
-from perfaudit.grade.run import Options, run
-from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
-from perfaudit.autograde.sandbox import SandboxUnavailable
+try:
+    from perfaudit.grade import export
+    from perfaudit.grade.engine import SchedulerUnreachable
+    from perfaudit.grade.run import Options, run
+    from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
+    from perfaudit.autograde.sandbox import SandboxUnavailable
+except ImportError as missing:  # the grader's own Python lacks a package: say so, never a traceback
+    print(f"Grading stopped before it began: this Python cannot import what the grader needs ({type(missing).__name__}: "
+          f"{missing}). No student was graded. Install the course's pinned packages into it (pip install -r "
+          "requirements-cpu.txt, or make .venv/installed) and run again.", file=sys.stderr)
+    sys.exit(2)
 
 
 def parse(argv):
@@ -52,6 +58,10 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(argv)
+    if not (args.course_dir / "nbgrader_config.py").is_file():
+        print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
+              "course directory, or name it with --course-dir.", file=sys.stderr)
+        return 2
     if args.export:
         done = export.export(args.export, args.course_dir, args.roster, args.lms_column, args.db_url)
         print("\n".join(done.lines))

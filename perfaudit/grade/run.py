@@ -143,6 +143,7 @@ def run(options, out=sys.stdout):
         sandbox.require()  # the local cluster's workers run here
     # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
     warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
+    worker.venv_first_on_path()  # run from a venv that is not activated, nbgrader still finds its alembic
     course_dir = Path(options.course_dir).resolve()
     coursedir = _coursedir(options)
     url, course_id = coursedir.db_url, coursedir.course_id
@@ -249,7 +250,8 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
     if "TrustedExecute.canary" not in settings:
         graders = len(writer.processes)
         batch.canary = (f"passed in each of the {graders} grading process(es) before its first student: the "
-                        "instructor's solutions score full marks and the release none, through this pipeline")
+                        "instructor's solutions score full marks and the release none, through this pipeline"
+                        if graders else "not confirmed: no grading process got as far as a student")
 
 
 def _check_workers_sandbox(client, limits, batch, out):
@@ -289,14 +291,14 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
         except engine.KilledWorker as error:
             writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
                         f"{error.allowed_failures + 1} times: not tried again (distributed.scheduler.allowed-failures)"))
-        except Exception as error:  # a fault of the grader's code on that worker: 0 with the reason, the rest go on
+        except Exception as error:  # the grader's own code failed on that worker: never the student's 0
             if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
                 client.cancel(list(futures))
                 raise
-            writer.zero(student, dict.fromkeys(jobs[student], f"grading failed: {type(error).__name__}: {error}"))
+            writer.not_graded(student, f"the grader failed ({type(error).__name__}: {error})")
         else:
             if not task.is_plain(result):
-                writer.zero(student, dict.fromkeys(jobs[student], "grading failed: the task's result was not plain data"))
+                writer.not_graded(student, "the grader failed (its task's result was not plain data)")
             elif result["canary"]:  # this worker's environment is broken: stop, grade nobody more
                 client.cancel(list(futures))
                 return f"{result['canary']} (Dask worker on {result['host']}, process {result['pid']})"
@@ -327,6 +329,11 @@ class _Writer:
         """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
         gradebook.record_empty(self.course_gb, ASSIGNMENT, student)
         _finish(self.state, student, self.todo[student], failures, self.batch, self.progress, 0)
+
+    def not_graded(self, student, why):
+        """The grader failed, not the student: nothing is recorded, the run exits non-zero, the next run grades them."""
+        self.batch.environment[student] = [f"every notebook: {why}"]
+        self.progress.step(0)
 
     def write(self, result, notebooks):
         student = result["student"]
