@@ -189,7 +189,12 @@ class TrustedExecute(Execute):
         if self._channel is None:
             self._channel = KernelChannel(self.km, self._scratch)
             self._namespace = verdicts.StudentNamespace(self._channel)
-            verdicts.import_trusted_modules([c for c in self.nb.cells if self._is_instructors(c)], self._namespace)
+            try:
+                verdicts.import_trusted_modules([c for c in self.nb.cells if self._is_instructors(c)], self._namespace)
+            except Exception as error:  # noqa: BLE001 - the instructor's imports: never the student's doing
+                raise canary.GradingEnvironmentError(
+                    f"not graded: environment: the grader cannot import what the instructor's cells import "
+                    f"({type(error).__name__}: {error}). Fix the environment and grade again.") from error
         self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:

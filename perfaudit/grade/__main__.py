@@ -19,9 +19,9 @@ try:
     from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
     from perfaudit.autograde.sandbox import SandboxUnavailable
 except ImportError as missing:  # the grader's own Python lacks a package: say so, never a traceback
-    print(f"Grading stopped before it began: this Python cannot import what the grader needs ({type(missing).__name__}: "
-          f"{missing}). No student was graded. Install the course's pinned packages into it (pip install -r "
-          "requirements-cpu.txt, or make .venv/installed) and run again.", file=sys.stderr)
+    print(f"Grading stopped before it began: this Python cannot import what the grader needs "
+          f"({type(missing).__name__}: {missing}). No student was graded. Install the course's pinned packages into "
+          "it (pip install -r requirements-cpu.txt, or make .venv/installed) and run again.", file=sys.stderr)
     sys.exit(2)
 
 

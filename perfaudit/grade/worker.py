@@ -70,6 +70,12 @@ ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.canary: the envir
 KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
 
 
+def _environment_reason(said):
+    """The GradingEnvironmentError's own message, not nbgrader's "see the above traceback" after it."""
+    found = [line.split(f"{ENVIRONMENT}: ", 1)[-1].strip() for line in said.splitlines() if f"{ENVIRONMENT}: " in line]
+    return found[-1] if found else (said.strip().splitlines() or [ENVIRONMENT])[-1]
+
+
 def _convert_once_more_if_the_kernel_never_started(converter_class, config):
     for _ in range(2):
         converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
@@ -103,7 +109,7 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
         result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
         said = f"{result.get('log', '')}{result.get('error', '')}"
         if not result["success"] and ENVIRONMENT in said:
-            environment[notebook] = _failure(result).split(f"{ENVIRONMENT}: ", 1)[-1]
+            environment[notebook] = _environment_reason(said)
         elif not result["success"] and canary.disk_full(said):
             environment[notebook] = f"not graded: environment: the disk is full ({_failure(result)})"
         elif not result["success"]:

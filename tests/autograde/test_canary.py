@@ -1,13 +1,17 @@
 """A broken grading environment stops grading before anyone is graded; after the fix everyone is graded normally.
 
 Each way of breaking it is real: the course package copied elsewhere (the grader imports the copy, the sandbox's
-kernel cannot import the installed one), a JAX the kernel cannot start, an XLA flag that crashes the kernel.
+kernel cannot import the installed one), JAX not installed (gone from site-packages in a mount namespace of the
+test's own), a JAX the kernel cannot start, an XLA flag that crashes the kernel, a full disk.
 """
+
+import fnmatch
 
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -20,10 +24,24 @@ from perfaudit.fixtures import samples
 pytestmark = pytest.mark.slow
 
 
-def _grade(root, env=None, *args):
+def _grade(root, env=None, *args, within=()):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "perfaudit.grade", "--no-progress", "--no-feedback", *args],
+    return subprocess.run([*within, sys.executable, "-m", "perfaudit.grade", "--no-progress", "--no-feedback", *args],
                           cwd=root, env=env, capture_output=True, text=True)
+
+
+def _uninstalled(*patterns):
+    """bwrap's command prefix for a mount namespace where site-packages lacks the entries matching patterns: those
+    packages are not installed there, for the grader and for the sandbox it starts alike."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    args = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(site)]
+    for entry in sorted(site.iterdir()):
+        if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns):
+            args += ["--bind", str(entry), str(entry)]
+    return [*args, "--"]
+
+
+NO_JAX = ("jax", "jax-*.dist-info")
 
 
 @pytest.fixture
@@ -39,19 +57,24 @@ def _nobody_graded(root):
     assert course.scores(root) == {}
 
 
-@pytest.mark.parametrize("broken, cause", [
-    ("course package elsewhere", "ModuleNotFoundError: No module named 'perfaudit'"),
-    ("JAX_PLATFORMS=tpu", "Unable to initialize backend 'tpu'"),
+@pytest.mark.parametrize("broken, where, cause", [
+    ("course package elsewhere", "the first failing cell is 'setup'", "ModuleNotFoundError: No module named 'perfaudit'"),
+    ("JAX not installed", "the grader itself failed on source/", "ModuleNotFoundError: No module named 'jax'"),
+    ("JAX_PLATFORMS=tpu", "the first failing cell is 'setup'", "Unable to initialize backend 'tpu'"),
 ])
-def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(class_of_two, tmp_path, broken, cause):
+def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(class_of_two, tmp_path, broken, where,
+                                                                                cause):
+    env, within = {}, ()
     if broken == "course package elsewhere":  # the grader imports a copy; the sandbox binds that copy only
         shutil.copytree(paths.ROOT / "perfaudit", tmp_path / "elsewhere" / "perfaudit")
         env = {"PYTHONPATH": str(tmp_path / "elsewhere")}
+    elif broken == "JAX not installed":
+        within = _uninstalled(*NO_JAX)
     else:
         env = {"JAX_PLATFORMS": "tpu"}
-    failed = _grade(class_of_two, env)
+    failed = _grade(class_of_two, env, within=within)
     assert failed.returncode == 2, failed.stdout + failed.stderr
-    assert "the first failing cell is 'setup'" in failed.stderr and cause in failed.stderr
+    assert where in failed.stderr and cause in failed.stderr, failed.stderr
     assert "No student was graded" in failed.stderr
     _nobody_graded(class_of_two)
     fixed = _grade(class_of_two)
@@ -61,9 +84,13 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     assert scores == {"correct": 20, "untouched": 0}
 
 
-def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two):
-    env = {**os.environ, "XLA_FLAGS": "--xla_no_such_flag", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student=correct",
+@pytest.mark.parametrize("broken", ["XLA_FLAGS=--xla_no_such_flag", "JAX not installed"])
+def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two, broken):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    within = _uninstalled(*NO_JAX) if broken == "JAX not installed" else []
+    if not within:
+        env["XLA_FLAGS"] = "--xla_no_such_flag"
+    done = subprocess.run([*within, sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student=correct",
                            "--notebook=02-retracing"], cwd=class_of_two, env=env, capture_output=True, text=True)
     assert done.returncode != 0
     assert "GradingEnvironmentError" in done.stdout + done.stderr and "No student was graded" in done.stdout + done.stderr
@@ -74,6 +101,20 @@ def test_skipping_the_check_is_said_in_the_summary(class_of_two):
     (class_of_two / "submitted" / "untouched").rename(class_of_two / "untouched-elsewhere")
     done = _grade(class_of_two, None, "--skip-canary")
     assert done.returncode == 0 and "Environment check: SKIPPED" in done.stdout
+
+
+def test_without_the_check_a_missing_package_marks_notebooks_not_graded_never_zero(class_of_two):
+    """The grader cannot import what the instructor's cells import: each notebook is 'not graded: environment'."""
+    shutil.rmtree(class_of_two / "submitted" / "untouched")
+    failed = _grade(class_of_two, None, "--skip-canary", within=_uninstalled(*NO_JAX))
+    said = failed.stdout + failed.stderr
+    assert failed.returncode == 3, said
+    assert "NOT GRADED (the grading environment's fault, not the student's): correct" in failed.stdout, said
+    assert "No module named 'jax'" in failed.stdout and "1 student(s) not graded" in failed.stderr, said
+    _nobody_graded(class_of_two)
+    fixed = _grade(class_of_two, None, "--skip-canary")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert {s: sum(v for v, _ in nbs.values()) for s, nbs in course.scores(class_of_two).items()} == {"correct": 20}
 
 
 def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(class_of_two):
