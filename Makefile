@@ -50,8 +50,8 @@ grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) o
 bench-grading: $(VENV)/installed  ## benchmark: 40 submissions on 1 and 2 local workers and a loopback Dask cluster vs plain serial nbgrader (STUDENTS=8: fewer)
 	python benchmarks/batch_grading.py $(if $(STUDENTS),--students $(STUDENTS))
 
-bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3: fewer)
-	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS))
+bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3 SAMPLES=correct,untouched SKIP_CANARY=1: less)
+	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS)) $(if $(SAMPLES),--samples $(SAMPLES)) $(if $(SKIP_CANARY),--skip-canary)
 
 # clean never touches student work or grades: submitted/, gradebook.db (manual grades too), autograded/, feedback/.
 clean:  ## remove what can be made again: evidence (runs/), the student copy (dist/), grade exports; keeps grades

@@ -1,7 +1,10 @@
 """Shared fixtures: a temporary course directory made the way an instructor makes one."""
 
+import fnmatch
 import re
 import shutil
+import sysconfig
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -15,6 +18,17 @@ def make_course(root, db_url=None):
     shutil.copy(paths.ROOT / "nbgrader_config.py", root)
     course.nbgrader("generate_assignment", ASSIGNMENT, *([f"--db={db_url}"] if db_url else []), course_dir=root)
     return root
+
+
+def uninstalled(*patterns):
+    """bwrap's command prefix for a mount namespace where site-packages lacks the entries matching patterns: those
+    packages are not installed there, for the command and for the sandbox it starts alike."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    args = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(site)]
+    for entry in sorted(site.iterdir()):
+        if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns):
+            args += ["--bind", str(entry), str(entry)]
+    return [*args, "--"]
 
 
 def hidden_test_lines():

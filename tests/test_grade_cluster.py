@@ -9,6 +9,7 @@ and on the loopback cluster gives identical gradebooks, test by test.
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import pytest
 from conftest import make_course
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run
@@ -206,6 +207,7 @@ def test_an_unreachable_scheduler_is_refused_at_once(tmp_path):
     with pytest.raises(SchedulerUnreachable, match="no scheduler file at"):
         run(Options(course_dir=tmp_path, scheduler=str(tmp_path / "scheduler.json")), out=io.StringIO())
     (tmp_path / "scheduler.json").write_text(json.dumps({"address": f"tcp://127.0.0.1:{_free_port()}"}))
+    shutil.copy(paths.ROOT / "nbgrader_config.py", tmp_path)  # a course directory, as the command checks first
     done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--scheduler", "scheduler.json"], cwd=tmp_path,
                           env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "cannot reach the Dask scheduler" in done.stderr, done.stderr

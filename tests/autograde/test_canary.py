@@ -5,17 +5,15 @@ kernel cannot import the installed one), JAX not installed (gone from site-packa
 test's own), a JAX the kernel cannot start, an XLA flag that crashes the kernel, a full disk.
 """
 
-import fnmatch
 
 import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
-from conftest import make_course
+from conftest import make_course, uninstalled
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.autograde.canary import DISK_FULL
@@ -28,17 +26,6 @@ def _grade(root, env=None, *args, within=()):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", **(env or {})}
     return subprocess.run([*within, sys.executable, "-m", "perfaudit.grade", "--no-progress", "--no-feedback", *args],
                           cwd=root, env=env, capture_output=True, text=True)
-
-
-def _uninstalled(*patterns):
-    """bwrap's command prefix for a mount namespace where site-packages lacks the entries matching patterns: those
-    packages are not installed there, for the grader and for the sandbox it starts alike."""
-    site = Path(sysconfig.get_paths()["purelib"])
-    args = ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", str(site)]
-    for entry in sorted(site.iterdir()):
-        if not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns):
-            args += ["--bind", str(entry), str(entry)]
-    return [*args, "--"]
 
 
 NO_JAX = ("jax", "jax-*.dist-info")
@@ -69,7 +56,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
         shutil.copytree(paths.ROOT / "perfaudit", tmp_path / "elsewhere" / "perfaudit")
         env = {"PYTHONPATH": str(tmp_path / "elsewhere")}
     elif broken == "JAX not installed":
-        within = _uninstalled(*NO_JAX)
+        within = uninstalled(*NO_JAX)
     else:
         env = {"JAX_PLATFORMS": "tpu"}
     failed = _grade(class_of_two, env, within=within)
@@ -87,7 +74,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
 @pytest.mark.parametrize("broken", ["XLA_FLAGS=--xla_no_such_flag", "JAX not installed"])
 def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two, broken):
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    within = _uninstalled(*NO_JAX) if broken == "JAX not installed" else []
+    within = uninstalled(*NO_JAX) if broken == "JAX not installed" else []
     if not within:
         env["XLA_FLAGS"] = "--xla_no_such_flag"
     done = subprocess.run([*within, sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student=correct",
@@ -99,14 +86,15 @@ def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two, brok
 
 def test_skipping_the_check_is_said_in_the_summary(class_of_two):
     (class_of_two / "submitted" / "untouched").rename(class_of_two / "untouched-elsewhere")
-    done = _grade(class_of_two, None, "--skip-canary")
+    # and with a PATH that lacks the venv's bin: the command finds nbgrader's `alembic` itself
+    done = _grade(class_of_two, {"PATH": "/usr/bin:/bin"}, "--skip-canary")
     assert done.returncode == 0 and "Environment check: SKIPPED" in done.stdout
 
 
 def test_without_the_check_a_missing_package_marks_notebooks_not_graded_never_zero(class_of_two):
     """The grader cannot import what the instructor's cells import: each notebook is 'not graded: environment'."""
     shutil.rmtree(class_of_two / "submitted" / "untouched")
-    failed = _grade(class_of_two, None, "--skip-canary", within=_uninstalled(*NO_JAX))
+    failed = _grade(class_of_two, None, "--skip-canary", within=uninstalled(*NO_JAX))
     said = failed.stdout + failed.stderr
     assert failed.returncode == 3, said
     assert "NOT GRADED (the grading environment's fault, not the student's): correct" in failed.stdout, said
