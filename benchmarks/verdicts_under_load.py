@@ -28,6 +28,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import nbformat
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import make_course  # noqa: E402
 
@@ -137,6 +139,18 @@ def read_scores(root):
         }
 
 
+def read_failed_tests(root):
+    """{student: {(notebook, test): its error, one line}}: what each failed test said, from autograded/."""
+    failed = defaultdict(dict)
+    for path in sorted(Path(root, "autograded").glob(f"*/{ASSIGNMENT}/*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            test = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            error = next((o for o in cell.get("outputs", []) if o.get("output_type") == "error"), None)
+            if test and error is not None:
+                failed[path.parts[-3]][(path.stem, test)] = f"{error.get('ename')}: {error.get('evalue')}"[:400]
+    return failed
+
+
 @dataclass
 class Result:
     sample_names: list
@@ -147,6 +161,8 @@ class Result:
     scores: dict = field(default_factory=lambda: {g: defaultdict(list) for g in GRADERS})  # {grader: {sample: [..]}}
     seconds: dict = field(default_factory=lambda: {g: [] for g in GRADERS})  # {grader: [wall s of each run]}
     failures: dict = field(default_factory=lambda: {g: [] for g in GRADERS})  # {grader: [(run, status, output)]}
+    # {grader: {sample: [{(notebook, test): the failed test's error} of each run]}}: why a point was lost
+    messages: dict = field(default_factory=lambda: {g: defaultdict(list) for g in GRADERS})
     load: list = field(default_factory=list)  # 1-minute load averages, one a second, while grading
     load_pids: list = field(default_factory=list)
     load_still_running_at_end: int = 0
@@ -170,9 +186,10 @@ def measure(sample_names, runs, workdir, load_processes=None, max_load_s=DEFAULT
                 result.seconds[grader].append(seconds)
                 if status != 0:
                     result.failures[grader].append((run, status, output))
-                scores = read_scores(courses[grader])
+                scores, failed = read_scores(courses[grader]), read_failed_tests(courses[grader])
                 for name in sample_names:
                     result.scores[grader][name].append(scores.get(name))
+                    result.messages[grader][name].append(failed.get(name, {}))
                 if progress:
                     print(f"run {run}/{runs} {grader}: {seconds:.1f} s, exit {status}, "
                           f"load average {os.getloadavg()[0]:.1f}", file=progress, flush=True)
@@ -255,6 +272,11 @@ def report(result, out=sys.stdout):
                 changed = _changed_tests(first, vector)
                 print(f"    runs {', '.join(map(str, runs))}: {_totals(vector)}"
                       + (f"; {'; '.join(changed)}" if changed else ""), file=out)
+                messages = result.messages[grader][name]
+                for run in runs if changed else ():
+                    for (notebook, test), error in sorted((messages[run - 1] if run <= len(messages) else {}).items()):
+                        if any(c.startswith(f"{notebook} {test} ") for c in changed):
+                            print(f"      run {run}, {notebook} {test}: {error}", file=out)
     if not any_listed:
         print("  none: every run of every sample scored exactly as its first run", file=out)
 

@@ -93,12 +93,16 @@ def test_report_identical_runs_exit_0():
 
 def test_report_a_run_that_differs_exit_1_with_its_scores():
     out = io.StringIO()
-    assert bench.report(_result([FULL, FULL, FULL], [FULL, LOST, FULL]), out) == 1
+    result = _result([FULL, FULL, FULL], [FULL, LOST, FULL])
+    why = {("01-first-call-vs-steady", "correct_summary"): "AssertionError: the summary should say ..."}
+    result.messages[bench.BATCH]["correct"] = [{}, why, {}]
+    assert bench.report(result, out) == 1
     text = out.getvalue()
     assert re.search(r"^  correct +3/3 +2/3  01 1, 02 2 \(total 3\)$", text, re.M), text
     assert f"  {bench.BATCH}, correct: 2 distinct" in text
     assert "    runs 1, 3: 01 1, 02 2 (total 3)" in text
     assert "    runs 2: 01 0, 02 2 (total 2); 01-first-call-vs-steady correct_summary 0.0 (run 1: 1.0)" in text
+    assert "      run 2, 01-first-call-vs-steady correct_summary: AssertionError: the summary should say ..." in text
     assert "graders agree run by run: no, on correct" in text
 
 
