@@ -211,10 +211,10 @@ def _totals(vector):
 
 
 def _changed_tests(first, other):
-    """The tests whose score differs from the first run's: 'notebook test score (run 1: score)'."""
+    """{(notebook, test): 'notebook test score (run 1: score)'} of the tests whose score differs from the first run's."""
     before = {(nb, test): score for nb, test, score in first or ()}
-    return [f"{nb} {test} {score} (run 1: {before.get((nb, test), 'no such test')})"
-            for nb, test, score in other or () if before.get((nb, test)) != score]
+    return {(nb, test): f"{nb} {test} {score} (run 1: {before.get((nb, test), 'no such test')})"
+            for nb, test, score in other or () if before.get((nb, test)) != score}
 
 
 def distinct(vectors):
@@ -271,12 +271,12 @@ def report(result, out=sys.stdout):
             for vector, runs in kinds:
                 changed = _changed_tests(first, vector)
                 print(f"    runs {', '.join(map(str, runs))}: {_totals(vector)}"
-                      + (f"; {'; '.join(changed)}" if changed else ""), file=out)
-                messages = result.messages[grader][name]
-                for run in runs if changed else ():
-                    for (notebook, test), error in sorted((messages[run - 1] if run <= len(messages) else {}).items()):
-                        if any(c.startswith(f"{notebook} {test} ") for c in changed):
-                            print(f"      run {run}, {notebook} {test}: {error}", file=out)
+                      + (f"; {'; '.join(changed.values())}" if changed else ""), file=out)
+                messages = result.messages[grader][name]  # empty where a Result was made without them
+                for run in runs if messages else ():
+                    for notebook, test in changed:
+                        if (notebook, test) in messages[run - 1]:
+                            print(f"      run {run}, {notebook} {test}: {messages[run - 1][notebook, test]}", file=out)
     if not any_listed:
         print("  none: every run of every sample scored exactly as its first run", file=out)
 

@@ -1,5 +1,6 @@
 """python -m perfaudit.grade refuses clearly, before grading anyone, when it cannot grade at all."""
 
+import shutil
 import subprocess
 import sys
 
@@ -22,7 +23,7 @@ def test_outside_a_course_directory_it_says_so(tmp_path):
 
 
 def test_a_package_the_grader_needs_missing_is_a_message_not_a_traceback(tmp_path):
-    (tmp_path / "nbgrader_config.py").write_bytes((paths.ROOT / "nbgrader_config.py").read_bytes())
+    shutil.copy(paths.ROOT / "nbgrader_config.py", tmp_path)
     done = _grade(tmp_path, within=uninstalled("distributed", "distributed-*.dist-info"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("Grading stopped before it began: this Python cannot import what the grader needs "

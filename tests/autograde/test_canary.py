@@ -5,7 +5,6 @@ kernel cannot import the installed one), JAX not installed (gone from site-packa
 test's own), a JAX the kernel cannot start, an XLA flag that crashes the kernel, a full disk.
 """
 
-
 import os
 import shutil
 import subprocess
