@@ -295,10 +295,10 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
             if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
                 client.cancel(list(futures))
                 raise
-            writer.not_graded(student, f"the grader failed ({type(error).__name__}: {error})")
+            writer.not_graded(student, {"every notebook": f"the grader failed ({type(error).__name__}: {error})"})
         else:
             if not task.is_plain(result):
-                writer.not_graded(student, "the grader failed (its task's result was not plain data)")
+                writer.not_graded(student, {"every notebook": "the grader failed (its result was not plain data)"})
             elif result["canary"]:  # this worker's environment is broken: stop, grade nobody more
                 client.cancel(list(futures))
                 return f"{result['canary']} (Dask worker on {result['host']}, process {result['pid']})"
@@ -330,18 +330,18 @@ class _Writer:
         gradebook.record_empty(self.course_gb, ASSIGNMENT, student)
         _finish(self.state, student, self.todo[student], failures, self.batch, self.progress, 0)
 
-    def not_graded(self, student, why):
-        """The grader failed, not the student: nothing is recorded, the run exits non-zero, the next run grades them."""
-        self.batch.environment[student] = [f"every notebook: {why}"]
+    def not_graded(self, student, whys):
+        """The environment or the grader failed, not the student ({notebook: why}): nothing of theirs is recorded,
+        the run exits non-zero, the next run grades them."""
+        self.batch.environment[student] = [f"{nb}: {why}" for nb, why in whys.items()]
         self.progress.step(0)
 
     def write(self, result, notebooks):
         student = result["student"]
         self.processes.add((result["host"], result["pid"]))
         self.batch.task_seconds += result["seconds"]
-        if result["environment"]:  # nothing of this student is recorded: the next run grades them
-            self.batch.environment[student] = [f"{nb}: {why}" for nb, why in result["environment"].items()]
-            self.progress.step(0)
+        if result["environment"]:
+            self.not_graded(student, result["environment"])
             return
         if result["results"] is None:  # nbgrader graded none of its notebooks
             self.zero(student, result["failures"])
