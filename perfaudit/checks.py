@@ -292,14 +292,21 @@ def salted(fn):
 
 
 def slow_jit(steady_calls, rng):
-    """A SlowJit for gather_evidence(steady_calls, jit): the first call's result 50-100 ms late; a third of the
-    steady calls' results 25-40 ms late and the others' 1-3 ms, at places chosen now; each call itself 0.5-1.5 ms;
-    1 to 6 retraces at steady calls chosen now (so from 3 to 8 traces with the 32x32 call)."""
+    """A SlowJit for gather_evidence(steady_calls, jit): the first call's result 200-300 ms late and the next one's
+    1-3 ms, without a retrace; of the later steady calls, a third at places chosen now 25-40 ms late and the others
+    1-3 ms; each call itself 0.5-1.5 ms; 1 to 6 retraces at steady calls after the first, chosen now (so from 3 to 8
+    traces with the 32x32 call).
+
+    Each reported timing must be at least what its call was held (check_measured_evidence), so the first call's
+    long hold is what tells it apart: a call made before the timed "first" one shifts a 1-3 ms call into its
+    place, and a busy machine would have to stall that call for 200 ms to hide it.
+    """
     steady = rng.uniform(0.001, 0.003, size=steady_calls)
-    long_calls = rng.choice(steady_calls, size=max(1, steady_calls // 3), replace=False)
+    later = np.arange(1, steady_calls)
+    long_calls = rng.choice(later, size=max(1, steady_calls // 3), replace=False)
     steady[long_calls] = rng.uniform(0.025, 0.040, size=len(long_calls))
-    ready = [float(rng.uniform(0.05, 0.1)), *map(float, steady), 0.001]  # the last: any later call (32x32)
-    changes = set(rng.choice(np.arange(1, steady_calls + 1), size=int(rng.integers(1, min(steady_calls, 6) + 1)),
+    ready = [float(rng.uniform(0.2, 0.3)), *map(float, steady), 0.001]  # the last: any later call (32x32)
+    changes = set(rng.choice(later + 1, size=int(rng.integers(1, min(steady_calls - 1, 6) + 1)),
                              replace=False).tolist())
     salts = np.cumsum([call in changes for call in range(steady_calls + 2)]).tolist()
     return SlowJit(ready, [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 2)], salts)
@@ -704,10 +711,16 @@ def check_report_scope(report):
 
 
 def check_report_agrees(report, evidence_dir, traces=2):
-    """report.json agrees with the evidence: `traces` traces, a slower first call, a JAXPR file beside it."""
+    """report.json agrees with the evidence: a slower first call, and what check_report_consistent asks."""
+    timings = report.get("timings", {})
+    check_timings(timings.get("first_call_s", 0), timings.get("steady_s", []))
+    check_report_consistent(report, evidence_dir, traces)
+
+
+def check_report_consistent(report, evidence_dir, traces):
+    """report.json holds `traces` traces, the median of its steady calls in its summary, a JAXPR file beside it."""
     timings, tracing = report.get("timings", {}), report.get("tracing", {})
     check_trace_count(tracing.get("trace_count"), traces)
-    check_timings(timings.get("first_call_s", 0), timings.get("steady_s", []))
     summary = timings.get("steady_summary", {})
     median = float(np.median(timings["steady_s"]))
     if not math.isclose(summary.get("median_s", math.nan), median, rel_tol=1e-6):
@@ -924,7 +937,9 @@ def check_measured_evidence(timings, trace_count, jit, steady_calls, outer_s, wh
     if total > outer_s:
         _fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
               "when the grader timed it: they were not measured during this call.")
-    check_timings(first, steady)
+    # No "first call slower than the steady median" here: these timings are the grader's holds plus the retraces
+    # it forced, and a busy machine can invert that relation for an honest student. The call-by-call bounds above
+    # already tell the first call apart (slow_jit).
     if type(trace_count) is not int or trace_count != jit.traces():
         _fail(f"{what}: trace_count is {trace_count!r}, but the function jit made traced your workload "
               f"{jit.traces()} times during this call (the grader's jit retraces when it changes a static "
@@ -964,7 +979,7 @@ def check_run_audit(run_audit, rng=None):
     what = f"report.json from run_audit(folder, {steady_calls}, jit)"
     check_measured_evidence(report.get("timings"), report.get("tracing", {}).get("trace_count"), jit,
                             steady_calls, outer, what)
-    check_report_agrees(report, folder, traces=jit.traces())
+    check_report_consistent(report, folder, traces=jit.traces())  # the timings were judged call by call above
     check_returns_what_it_wrote(returned, folder)
 
 

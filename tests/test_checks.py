@@ -2,6 +2,7 @@
 
 import json
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -362,8 +363,9 @@ def test_a_clock_started_after_the_call_is_caught():
         checks.check_time_call(after_the_call)
 
 
-def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=True, said_traces=None):
-    """notebook 3's gather_evidence, with the mistakes a student makes switched on one at a time."""
+def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=True, said_traces=None, stall_s=0.0):
+    """notebook 3's gather_evidence, with the mistakes a student makes switched on one at a time; `stall_s`: each
+    steady call takes that much longer, as on a machine busy with other work."""
     count = 0
 
     def counted_workload(x):
@@ -374,8 +376,9 @@ def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=
     audited = jit(counted_workload)
     x16, x32 = jnp.eye(16), jnp.eye(32)
 
-    def time_call(x):
+    def time_call(x, stall_s=0.0):
         start = time.perf_counter()
+        time.sleep(stall_s)
         out = audited(x)
         if synchronize:
             out.block_until_ready()
@@ -384,7 +387,7 @@ def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=
     if warm_first:
         audited(x16).block_until_ready()
     first_call_s = time_call(x16)
-    steady_s = [time_call(x16) for _ in range(steady_calls)]
+    steady_s = [time_call(x16, stall_s) for _ in range(steady_calls)]
     audited(x32).block_until_ready()
     return {"first_call_s": first_call_s, "steady_s": steady_s, "shape": [16, 16], "dtype": "float32",
             "trace_count": count if said_traces is None else said_traces, "shapes": [[16, 16], [32, 32]],
@@ -401,6 +404,54 @@ def test_gather_evidence_is_checked_against_the_graders_own_jit():
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, said_traces=2))  # always 3 or more
     with pytest.raises(AssertionError, match="never called a function made by the jit it was given"):
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k))
+
+
+def test_honest_timings_pass_however_busy_the_machine():
+    """A stall in every steady call (time.sleep inside the timed span, as a busy machine's scheduler would add) makes
+    the steady median longer than the first call: still honest timings of the grader's calls, so they pass."""
+    jit = checks.slow_jit(5, np.random.default_rng(1))
+    stall = 0.35  # longer than any first call the grader holds (200-300 ms)
+    evidence = gather_evidence(5, jit, stall_s=stall)
+    assert evidence["first_call_s"] < np.median(evidence["steady_s"])
+    checks.check_measured_evidence(evidence, evidence["trace_count"], jit, 5, outer_s=60.0, what="gather_evidence")
+
+
+def run_audit(evidence_dir, steady_calls, jit, stall_s=0.0):
+    """notebook 4's run_audit: gather_evidence, then the report and the JAXPR file written beside it."""
+    from perfaudit import answers
+
+    evidence = gather_evidence(steady_calls, jit, stall_s=stall_s)
+    report = answers.report_of(evidence)
+    report["tracing"]["trace_count"] = evidence["trace_count"]
+    (Path(evidence_dir) / "workload.jaxpr.txt").write_text(evidence["jaxpr_text"])
+    (Path(evidence_dir) / "report.json").write_text(json.dumps(report))
+    return report
+
+
+def test_run_audit_is_judged_call_by_call_not_by_the_median():
+    checks.check_run_audit(run_audit)
+    checks.check_run_audit(lambda folder, k, jit: run_audit(folder, k, jit, stall_s=0.35))
+    with pytest.raises(AssertionError, match="but that call and its result took at least"):
+        checks.check_run_audit(lambda folder, k, jit: run_audit(folder, k, lambda fn: _warmed(jit(fn))))
+
+
+def _warmed(audited):
+    """audited, called once before anyone times it."""
+    audited(jnp.eye(16)).block_until_ready()
+    return audited
+
+
+def test_the_graders_first_call_stands_apart_from_the_next():
+    """A call made before the timed first call shifts the second call into its place: the grader holds the first
+    call at least 200 ms and the second at most 3 ms, without a retrace (so without a compilation) between them."""
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        steady_calls = int(rng.integers(5, 20))
+        jit = checks.slow_jit(steady_calls, rng)
+        assert jit.ready_delays_s[0] >= 0.2 and jit.ready_delays_s[1] <= 0.003
+        assert jit.salts[1] == jit.salts[0]
+        assert 1 <= len(set(jit.salts[:steady_calls + 1])) - 1 <= 6
+        assert sum(d >= 0.025 for d in jit.ready_delays_s[1:]) == max(1, steady_calls // 3)
 
 
 def test_the_graders_jit_retraces_when_it_chooses_and_holds_each_result():
