@@ -741,18 +741,17 @@ def check_evidence_dir(evidence_dir):
 
 
 # Going further: the first call decomposed (perfaudit.decompose). Relations only, never absolute times.
-# The observed parts happen inside the timed first call, so they cannot add up to more than it; the slack
-# covers clock granularity. The AOT parts are a separate observation on another fresh function, and compile
-# time varies from run to run, so their sum may exceed that first call by up to its own length, plus 20 ms.
-# Notebook 4 and the README state these tolerances in words: change them together.
+# The observed parts happen inside the timed first call, so they cannot add up to more than it; the slack covers
+# clock granularity. The AOT parts are a separate observation on another fresh function, at another moment: a busy
+# machine can make them several times the first call (250 ms against 70 ms in benchmarks/README.md), so no check
+# compares them with it. Notebook 4 and the README state this in words: change them together.
 OBSERVED_SLACK = (0.05, 0.001)  # (share of the first call, seconds)
-AOT_SLACK = (1.0, 0.020)
 DECOMPOSITION_PARTS = {"observed": ("trace_s", "lower_s", "compile_s"),
                        "aot": ("trace_s", "lower_s", "compile_s", "first_run_s")}
 
 
 def check_decomposition(decomposition):
-    """Every part is positive, each sum is the sum of its parts, and neither sum outgrows the first call."""
+    """Every part is positive, each sum is the sum of its parts, and the observed parts fit in the first call."""
     first = decomposition.get("first_call_s", 0)
     if not first > 0:
         _fail(f"decomposition.first_call_s should be a positive number of seconds; found {first!r}.")
@@ -767,10 +766,10 @@ def check_decomposition(decomposition):
         total = sum(parts[name] for name in names)
         if not math.isclose(parts.get("sum_s", math.nan), total, rel_tol=1e-6):
             _fail(f"decomposition.{method}.sum_s should be the sum of its parts ({total}); found {parts.get('sum_s')}.")
-        share, seconds = OBSERVED_SLACK if method == "observed" else AOT_SLACK
-        if total > first * (1 + share) + seconds:
+        share, seconds = OBSERVED_SLACK
+        if method == "observed" and total > first * (1 + share) + seconds:  # the AOT parts: see OBSERVED_SLACK
             _fail(
-                f"the {method} parts add up to {total * 1e3:.3f} ms, more than the first call "
+                f"the observed parts add up to {total * 1e3:.3f} ms, more than the first call "
                 f"({first * 1e3:.3f} ms) plus {share:.0%} of it plus {seconds * 1e3:g} ms. Was the first call "
                 "a genuine first call (fresh caches)?"
             )

@@ -124,10 +124,10 @@ def _decomposition(first=0.1, observed=(0.01, 0.01, 0.07), aot=(0.01, 0.01, 0.07
 
 def test_decomposition_relations_hold_and_fail_where_they_should():
     checks.check_decomposition(_decomposition())
-    # The AOT sum is a separate observation: within the first call plus its tolerance it passes.
-    checks.check_decomposition(_decomposition(aot=(0.02, 0.02, 0.14, 0.001)))
-    with pytest.raises(AssertionError, match="aot parts add up to"):
-        checks.check_decomposition(_decomposition(aot=(0.02, 0.02, 0.2, 0.001)))
+    # The AOT sum is a separate observation, at another moment: on a busy machine it can be several times the first
+    # call (benchmarks/README.md), and it still passes.
+    checks.check_decomposition(_decomposition(aot=(0.02, 0.02, 0.2, 0.001)))
+    checks.check_decomposition(_decomposition(first=0.07, observed=(0.005, 0.005, 0.05), aot=(0.02, 0.02, 0.2, 0.01)))
     with pytest.raises(AssertionError, match="observed parts add up to"):
         checks.check_decomposition(_decomposition(observed=(0.01, 0.01, 0.09)))
     with pytest.raises(AssertionError, match="observed.compile_s should be positive"):
