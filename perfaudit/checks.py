@@ -19,6 +19,7 @@ import jsonschema  # imported with the checks, in the setup cell, not in a self-
 import numpy as np
 
 from perfaudit import unfilled
+from perfaudit.autograde import instruments
 from perfaudit.kernelside import in_student_process
 from perfaudit.report import load_schema
 
@@ -202,114 +203,9 @@ class _SlowResult:
         return np.zeros((1, 1), dtype=dtype)
 
 
-class SlowJit:
-    """A stand-in for jax.jit that a hidden test hands to the student's code: jit(fn) is jax.jit of fn whose calls
-    and results take delays chosen now (see slow_jit), and which traces fn again when the grader changes a static
-    argument it keeps to itself. So the grader knows how long each call certainly took, whether its result was
-    waited for, and how many traces fn saw: timings and a trace count that were not measured cannot match them.
-
-    Calls are numbered in the order they happen. When a test runs in the grader, the stand-in lives in the
-    student's process and asks the grader at each call and each wait (perfaudit/autograde/channel.py).
-    """
-
-    def __init__(self, ready_delays_s, call_delays_s, salts):
-        self.ready_delays_s, self.call_delays_s, self.salts = list(ready_delays_s), list(call_delays_s), list(salts)
-        self.shapes, self.salts_used = [], []  # per call
-        self.waited_call_s, self.waited_ready_s = {}, {}  # call -> seconds the grader held it
-
-    @staticmethod
-    def _at(values, call):
-        return values[min(call, len(values) - 1)]
-
-    def call(self, shape):
-        """A call at `shape` begins: its number and the static argument it gets."""
-        number = len(self.shapes)
-        self.shapes.append(tuple(shape))
-        self.salts_used.append(self._at(self.salts, number))
-        return number, self.salts_used[-1]
-
-    def hold_call(self, number, since):
-        """Hold call `number` for its delay, counted from `since` (time.perf_counter())."""
-        if 0 <= number < len(self.shapes) and number not in self.waited_call_s:
-            time.sleep(self._at(self.call_delays_s, number))
-            self.waited_call_s[number] = time.perf_counter() - since
-
-    def hold_result(self, number, since):
-        """Hold call `number`'s result until its delay has passed, counted from `since`."""
-        if 0 <= number < len(self.shapes) and number not in self.waited_ready_s:
-            time.sleep(self._at(self.ready_delays_s, number))
-            self.waited_ready_s[number] = time.perf_counter() - since
-
-    def waited(self, number):
-        """Seconds call `number` and the wait for its result certainly took, or None if nobody waited for it."""
-        if number not in self.waited_ready_s or number not in self.waited_call_s:
-            return None
-        return self.waited_call_s[number] + self.waited_ready_s[number]
-
-    def traces(self):
-        """How many times jit traced fn so far: once per new (shape, static argument)."""
-        return len(set(zip(self.shapes, self.salts_used)))
-
-    def __call__(self, fn):
-        """jit(fn), for a test that runs in the student's own process (the checker, the notebook)."""
-        import jax
-
-        inner = jax.jit(salted(fn), static_argnums=1)
-
-        def audited(x):
-            if isinstance(x, jax.core.Tracer):  # make_jaxpr(audited): jit's own trace, no delays
-                return inner(x, self.salts_used[-1] if self.salts_used else 0)
-            started = time.perf_counter()
-            number, salt = self.call(np.shape(x))
-            self.hold_call(number, started)
-            return _HeldResult(self, number, inner(x, salt))
-
-        return audited
-
-
-class _HeldResult:
-    def __init__(self, jit, number, inner):
-        self.jit, self.number, self.inner = jit, number, inner
-
-    def block_until_ready(self):
-        self.inner.block_until_ready()
-        self.jit.hold_result(self.number, time.perf_counter())
-        return self
-
-    def __array__(self, dtype=None, copy=None):
-        self.block_until_ready()
-        return np.asarray(self.inner, dtype=dtype)
-
-
-def salted(fn):
-    """fn with a second, unused argument, for jit to key its cache on."""
-
-    def with_salt(x, salt):
-        return fn(x)
-
-    with_salt.__name__ = getattr(fn, "__name__", "audited")
-    return with_salt
-
-
-def slow_jit(steady_calls, rng):
-    """A SlowJit for gather_evidence(steady_calls, jit): the first call's result 200-300 ms late and the next one's
-    1-3 ms, without a retrace; of the later steady calls, a third at places chosen now 25-40 ms late and the others
-    1-3 ms; each call itself 0.5-1.5 ms; 1 to 6 retraces at steady calls after the first, chosen now (so from 3 to 8
-    traces with the 32x32 call).
-
-    Each reported timing must be at least what its call was held (check_measured_evidence), so the first call's
-    long hold is what tells it apart: a call made before the timed "first" one shifts a 1-3 ms call into its
-    place, and a busy machine would have to stall that call for 200 ms to hide it.
-    """
-    steady = rng.uniform(0.001, 0.003, size=steady_calls)
-    later = np.arange(1, steady_calls)
-    long_calls = rng.choice(later, size=max(1, steady_calls // 3), replace=False)
-    steady[long_calls] = rng.uniform(0.025, 0.040, size=len(long_calls))
-    ready = [float(rng.uniform(0.2, 0.3)), *map(float, steady), 0.001]  # the last: any later call (32x32)
-    changes = set(rng.choice(later + 1, size=int(rng.integers(1, min(steady_calls - 1, 6) + 1)),
-                             replace=False).tolist())
-    salts = np.cumsum([call in changes for call in range(steady_calls + 2)]).tolist()
-    return SlowJit(ready, [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 2)], salts)
+def grader_jit(rng=None):
+    """The grader's jit (perfaudit/autograde/instruments.py) for gather_evidence(steady_calls, jit) and run_audit."""
+    return instruments.GraderJit(rng or np.random.default_rng())
 
 
 def check_seconds(seconds, what, outer_s=None):
@@ -639,12 +535,52 @@ def check_trace_predictions(predicted, answers, cases):
 
 
 _WRAPPERS = {"jit", "pjit", "closed_call", "core_call", "custom_jvp_call", "custom_vjp_call", "remat", "checkpoint"}
-_EQUATION = re.compile(r"\b\w+:(\w+\[[\d,]*\]) = (\w+)")
+_EQUATION = re.compile(r"((?:\b\w+:\w+\[[\d,]*\]\s*)+)= (\w+)")
+_VARIABLE = re.compile(r"\b([a-z]+)(?::\w+\[[\d,]*\])?")
+_STRUCTURE_PARAMS = ("dimension_numbers",)  # what makes a product x @ x (and not x @ x.T), however it is written
+
+
+def _equations(text):
+    """[(output types, primitive, params, operands)] of a JAXPR's text, in order, call wrappers left out: their
+    inner equations stand for them, so make_jaxpr of a jitted function and of the function itself read alike."""
+    found = []
+    for match in _EQUATION.finditer(text):
+        outputs, primitive = match.group(1).split(), match.group(2)
+        if primitive in _WRAPPERS:
+            continue
+        rest, params = text[match.end():], ""
+        if rest.startswith("["):  # balanced brackets: params can span lines and nest
+            depth = 0
+            for i, char in enumerate(rest):
+                depth += {"[": 1, "]": -1}.get(char, 0)
+                if depth == 0:
+                    params, rest = rest[1:i], rest[i + 1:]
+                    break
+        operands = rest.split("\n", 1)[0].split()
+        found.append((outputs, primitive, " ".join(params.split()), operands))
+    return found
+
+
+def jaxpr_canonical(text, params=None):
+    """A JAXPR's computation with its variables renamed in order of use: two texts of the same program compare equal
+    whatever names, wrappers and layout they have. params: the names of the params kept (None: all of them)."""
+    names, program = {}, []
+    for outputs, primitive, found, operands in _equations(str(text)):
+        if params is not None:
+            found = " ".join(p for p in re.split(r"\s(?=\w+=)", found) if p.split("=", 1)[0] in params)
+        found = re.sub(r"name=\S+\s?", "", found)
+        operands = [names.setdefault(_VARIABLE.fullmatch(o).group(1), f"v{len(names)}")
+                    if _VARIABLE.fullmatch(o) else o for o in operands]
+        kinds = [o.split(":", 1)[1] for o in outputs]
+        for o in outputs:
+            names[o.split(":", 1)[0]] = f"v{len(names)}"
+        program.append((tuple(kinds), primitive, found, tuple(operands)))
+    return program
 
 
 def jaxpr_program(text):
-    """The computation a JAXPR's text describes: [(output type, primitive)] in order, call wrappers left out."""
-    return [(kind, primitive) for kind, primitive in _EQUATION.findall(text) if primitive not in _WRAPPERS]
+    """The computation a JAXPR's text describes: [(output types, primitive, structural params, operands)]."""
+    return jaxpr_canonical(text, params=_STRUCTURE_PARAMS)
 
 
 def reference_jaxpr(n=16):
@@ -666,7 +602,7 @@ def jaxpr_of(fn, n=16):
 def check_jaxpr_is_of(jitted, text, n=16):
     """The saved JAXPR is the one of `jitted` itself: the same equations as make_jaxpr of it, now."""
     made = jaxpr_of(jitted, n)
-    if not isinstance(made, str) or jaxpr_program(made) != jaxpr_program(str(text)):
+    if not isinstance(made, str) or jaxpr_canonical(made) != jaxpr_canonical(str(text)):
         _fail("jaxpr_text should be the JAXPR of audited itself: str(jax.make_jaxpr(audited)(x16)).")
 
 
@@ -676,10 +612,23 @@ def check_jaxpr_text(text, n=16):
         _fail(f"the JAXPR should be saved as text (str(jax.make_jaxpr(f)(x))); found {type(text).__name__}.")
     expected, found = jaxpr_program(reference_jaxpr(n)), jaxpr_program(text)
     if found != expected:
-        shown = ", ".join(f"{p} -> {k}" for k, p in found) or "no equations"
-        want = ", ".join(f"{p} -> {k}" for k, p in expected)
+        shown = ", ".join(f"{p} -> {' '.join(k)}" for k, p, *_ in found) or "no equations"
+        want = ", ".join(f"{p} -> {' '.join(k)}" for k, p, *_ in expected)
         _fail(f"the JAXPR of tanh(x @ x) at {n}x{n} float32 should compute {want}; this one computes {shown}. "
               "Save str(jax.make_jaxpr(f)(x)) for the 16x16 input.")
+
+
+def _artifact(evidence_dir, report, kind):
+    """The file report.json names in artifacts.<kind>: a plain file name beside report.json, nothing else (a path
+    elsewhere is never looked at)."""
+    name = report.get("artifacts", {}).get(kind, "") if isinstance(report.get("artifacts"), dict) else ""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        _fail(f"artifacts.{kind} should name a file beside report.json, a file name without folders; found "
+              f"{str(name)[:80]!r}.")
+    path = Path(evidence_dir) / name
+    if not path.is_file():
+        _fail(f"the file named in artifacts.{kind} ({name!r}) should exist beside report.json.")
+    return path
 
 
 def read_report(evidence_dir):
@@ -725,11 +674,7 @@ def check_report_consistent(report, evidence_dir, traces):
     median = float(np.median(timings["steady_s"]))
     if not math.isclose(summary.get("median_s", math.nan), median, rel_tol=1e-6):
         _fail(f"steady_summary.median_s should be the median of steady_s ({median}); found {summary.get('median_s')}.")
-    name = report.get("artifacts", {}).get("jaxpr", "")
-    jaxpr_path = Path(evidence_dir) / name
-    if not name or not jaxpr_path.is_file():
-        _fail(f"the JAXPR file named in artifacts.jaxpr ({name!r}) should exist beside report.json.")
-    check_jaxpr_text(jaxpr_path.read_text())
+    check_jaxpr_text(_artifact(evidence_dir, report, "jaxpr").read_text())
 
 
 def check_evidence_dir(evidence_dir):
@@ -827,10 +772,8 @@ def check_going_further(evidence_dir):
     check_report_schema(report)
     check_report_scope(report)
     check_decomposition(report["decomposition"])
-    name = report["artifacts"]["stablehlo"]
-    path = Path(evidence_dir) / name
-    if not path.is_file():
-        _fail(f"the StableHLO file named in artifacts.stablehlo ({name!r}) should exist beside report.json.")
+    path = _artifact(evidence_dir, report, "stablehlo")
+    name = path.name
     missing_ops = [op for op in ("stablehlo.dot_general", "stablehlo.tanh") if op not in path.read_text()]
     if missing_ops:
         _fail(f"the StableHLO of tanh(x @ x) should contain {' and '.join(missing_ops)}; {name} does not. "
@@ -903,65 +846,133 @@ def check_report_carries(evidence_dir, evidence):
                                  ("tracing", tracing, ("trace_count", "shapes"))):
         for key in keys:
             if found.get(key) != _as_json(evidence[key]):
-                _fail(f"report.json's {section}.{key} is {found.get(key)!r:.80}; the evidence given to "
-                      f"write_evidence had {evidence[key]!r:.80}. Build the report from the evidence argument.")
-    jaxpr = Path(evidence_dir) / str(report.get("artifacts", {}).get("jaxpr", ""))
-    if not jaxpr.is_file() or jaxpr.read_text() != evidence["jaxpr_text"]:
+                _fail(f"report.json's {section}.{key} is not the one of the evidence given to write_evidence: build "
+                      "the report from the evidence argument, not from other numbers.")
+    if _artifact(evidence_dir, report, "jaxpr").read_text() != evidence["jaxpr_text"]:
         _fail("the JAXPR file beside report.json should hold the evidence's jaxpr_text, exactly.")
 
 
-def check_measured_evidence(timings, trace_count, jit, steady_calls, outer_s, what):
-    """Timings and a trace count taken during the call, of the function made by the grader's `jit` (a SlowJit):
-    as many steady calls as asked, each a float of seconds at least as long as that call and its result took,
-    all together within the time the grader saw the call take, and the traces jit really made."""
-    if not isinstance(timings, dict):
-        _fail(f"{what} should be a dict; found {type(timings).__name__}.")
-    steady = timings.get("steady_s")
-    if not isinstance(steady, list) or len(steady) != steady_calls:
-        _fail(f"{what}: {steady_calls} steady calls were asked for; found {steady!r:.60} as steady_s.")
-    first = check_seconds(_float(timings.get("first_call_s")), f"{what}: first_call_s")
-    steady = [check_seconds(_float(s), f"{what}: steady_s[{i}]") for i, s in enumerate(steady)]
-    if not jit.shapes:
-        _fail(f"{what} never called a function made by the jit it was given: make the audited function with "
-              "audited = jit(...), using the jit argument, so that the test can time it with you.")
-    for call, (seconds, name) in enumerate(zip([first, *steady], ["first_call_s"] + [f"steady_s[{i}]" for i in
-                                                                                      range(steady_calls)])):
-        waited = jit.waited(call)
-        if waited is None:
-            _fail(f"{what}: the result of call {call + 1} was never waited for, so {name} cannot include its "
-                  "computation. Call block_until_ready() on each result before stopping the clock.")
-        if seconds < waited:
-            _fail(f"{what}: {name} is {seconds * 1e3:.3f} ms, but that call and its result took at least "
-                  f"{waited * 1e3:.3f} ms: time each call of the audited function itself, in order (first call "
-                  "first, then the steady calls), from just before the call until block_until_ready() returns.")
+def _steady_timings(steady, steady_calls, what):
+    """steady_s as a list: any 1-D sequence of numbers (a list, a tuple, a NumPy array) of the length asked for."""
+    if isinstance(steady, np.ndarray) and steady.ndim == 1:
+        steady = steady.tolist()
+    if not isinstance(steady, (list, tuple)):
+        _fail(f"{what}: steady_s should be a sequence of {steady_calls} timings in seconds (a list, a tuple or a 1-D "
+              f"array); found {type(steady).__name__}.")
+    if len(steady) != steady_calls:
+        _fail(f"{what}: {steady_calls} steady calls were asked for; steady_s holds {len(steady)} timings.")
+    return [check_seconds(_float(s), f"{what}: steady_s[{i}]") for i, s in enumerate(steady)]
+
+
+def _shape_of(value):
+    """A reported shape ([16, 16]) as a tuple of ints, or None when it is not one."""
+    if isinstance(value, (list, tuple)) and value and all(type(n) is int for n in value):
+        return tuple(value)
+    return None
+
+
+def _match_calls(record, first_s, steady, shape):
+    """([call numbers] the timings are of, None) when they fit the function's calls as the grader timed them, or
+    (None, why not) in the student's terms. The first timing is of the first call at `shape`; the steady ones of
+    later calls at that shape, in order; other calls between them are allowed."""
+    calls = record.calls
+    shape = shape or calls[0].shape
+    first = next((i for i, call in enumerate(calls) if call.shape == shape), None)
+    if first is None:
+        return None, f"the function you timed was never called at the shape the report gives ({list(shape)})."
+    if calls[first].span_s is None:
+        return None, ("the result of the first call was never waited for, so first_call_s cannot include its "
+                      "computation. Call block_until_ready() on each result before stopping the clock.")
+    if first_s + instruments.CLOCK_SLACK_S < calls[first].span_s:
+        return None, (f"first_call_s ({first_s * 1e3:.3f} ms) is shorter than the first call of the function you "
+                      "timed took, from the call until its result was ready: time the very first call of a newly "
+                      "jitted function, from just before the call until block_until_ready() returns.")
+    matched, j = [first], first + 1
+    for i, seconds in enumerate(steady):
+        while j < len(calls) and not (calls[j].shape == shape and calls[j].span_s is not None and
+                                      seconds + instruments.CLOCK_SLACK_S >= calls[j].span_s):
+            j += 1
+        if j == len(calls):
+            never = any(call.span_s is None for call in calls[first + 1:])
+            return None, (f"steady_s[{i}] ({seconds * 1e3:.3f} ms) is shorter than the call it should time took: "
+                          "each steady timing covers one later call of the same function, from just before the call "
+                          "until its result is ready, in the order the calls were made." +
+                          (" Some results were never waited for: call block_until_ready() on each result before "
+                           "stopping the clock." if never else ""))
+        matched.append(j)
+        j += 1
+    return matched, None
+
+
+def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None):
+    """Timings, a trace count and a JAXPR taken during the call, of a function made by the grader's `jit`
+    (perfaudit/autograde/instruments.py): as many steady calls as asked, each timing covering the call it is of as
+    the grader timed it, all together within the grader's clock around the whole call; the traces that function
+    really made; that function computing tanh(x @ x); the JAXPR its own."""
+    if not isinstance(evidence, dict):
+        _fail(f"{what} should be a dict; found {type(evidence).__name__}.")
+    first = check_seconds(_float(evidence.get("first_call_s")), f"{what}: first_call_s")
+    steady = _steady_timings(evidence.get("steady_s"), steady_calls, what)
     total = first + sum(steady)
     if total > outer_s:
         _fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
-              "when the grader timed it: they were not measured during this call.")
-    # No "first call slower than the steady median" here: these timings are the grader's holds plus the retraces
-    # it forced, and a busy machine can invert that relation for an honest student. The call-by-call bounds above
-    # already tell the first call apart (slow_jit).
-    if type(trace_count) is not int or trace_count != jit.traces():
-        _fail(f"{what}: trace_count is {trace_count!r}, but the function jit made traced your workload "
-              f"{jit.traces()} times during this call (the grader's jit retraces when it changes a static "
-              "argument of its own). Count traces with a counter inside the function you jit, and read it "
-              "before make_jaxpr.")
+              "when the grader timed it: they were not measured during this call. (Milliseconds instead of seconds?)")
+    records = sorted((r for r in jit.functions if r.calls), key=lambda r: -len(r.calls))
+    if not records:
+        _fail(f"{what} never called a function made by the jit it was given: make the audited function with "
+              "audited = jit(...), using the jit argument, and time its calls.")
+    why = None
+    for record in records:
+        matched, reason = _match_calls(record, first, steady, _shape_of(evidence.get("shape")))
+        if matched is not None:
+            break
+        why = why or reason
+    else:
+        _fail(f"{what}: {why}")
+    shapes = {call.shape for call in record.calls}
+    last = max(matched[-1], *(next(i for i, c in enumerate(record.calls) if c.shape == s) for s in shapes))
+    trace_count = evidence.get("trace_count")
+    if type(trace_count) is not int or trace_count not in record.counts_after(last):
+        _fail(f"{what}: trace_count is {trace_count!r:.40}, but the function you timed was traced another number of "
+              "times during this call (jit traces again for every new cache key, and the jit you are given may do "
+              "so more often than jax.jit). Count traces with a counter inside the function you jit, and read it "
+              "after the last call, before make_jaxpr.")
+    index = jit.functions.index(record)
+    _check_timed_output(jit.number, index, what)
+    if jaxpr_text is not None:
+        shape = _shape_of(evidence.get("shape")) or record.calls[matched[0]].shape
+        timed = instruments.function_jaxpr(jit.number, index, list(shape))
+        if not isinstance(jaxpr_text, str) or jaxpr_canonical(jaxpr_text) != jaxpr_canonical(str(timed)):
+            _fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
+                  f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation.")
+
+
+def _check_timed_output(number, index, what, rng=None):
+    """The timed function computes tanh(A @ A) for a random A chosen now."""
+    rng = rng or np.random.default_rng()
+    n = int(rng.integers(5, 48))
+    a = random_matrix(rng, n)
+    atol, assumed = output_tolerance()
+    found = _as_matrix(instruments.function_output(number, index, a), f"{what}: the function you timed")
+    expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
+    _compare(found, expected, f"{what}: the function you timed should compute tanh(x @ x); for a random {n}x{n} "
+             "matrix A", atol=atol, assumed=assumed)
 
 
 def check_gather_evidence(gather_evidence, rng=None):
     """gather_evidence(k, jit) with a k chosen now and the grader's jit: measured timings, counted traces, the
-    JAXPR."""
+    JAXPR of the function timed."""
     rng = rng or np.random.default_rng()
     steady_calls = int(rng.integers(5, 20))
-    jit = slow_jit(steady_calls, rng)
+    jit = grader_jit(rng)
     started = time.perf_counter()
     evidence = gather_evidence(steady_calls, jit)
     outer = time.perf_counter() - started
     what = f"gather_evidence({steady_calls}, jit)"
     if not isinstance(evidence, dict):
         _fail(f"{what} should return a dict; found {type(evidence).__name__}.")
-    check_measured_evidence(evidence, evidence.get("trace_count"), jit, steady_calls, outer, what)
     check_jaxpr_text(evidence.get("jaxpr_text"))
+    check_measured_evidence(evidence, jit, steady_calls, outer, what, jaxpr_text=evidence.get("jaxpr_text"))
 
 
 def check_run_audit(run_audit, rng=None):
@@ -969,7 +980,7 @@ def check_run_audit(run_audit, rng=None):
     measured and counted during the call, and the report it returns is the one it wrote."""
     rng = rng or np.random.default_rng()
     steady_calls = int(rng.integers(5, 20))
-    jit = slow_jit(steady_calls, rng)
+    jit = grader_jit(rng)
     folder = new_folder()
     started = time.perf_counter()
     returned = run_audit(folder, steady_calls, jit)
@@ -978,9 +989,10 @@ def check_run_audit(run_audit, rng=None):
     check_report_schema(report)
     check_report_scope(report)
     what = f"report.json from run_audit(folder, {steady_calls}, jit)"
-    check_measured_evidence(report.get("timings"), report.get("tracing", {}).get("trace_count"), jit,
-                            steady_calls, outer, what)
-    check_report_consistent(report, folder, traces=jit.traces())  # the timings were judged call by call above
+    tracing = report.get("tracing", {})
+    check_report_consistent(report, folder, traces=tracing.get("trace_count"))  # the count is judged below
+    check_measured_evidence({**report.get("timings", {}), "trace_count": tracing.get("trace_count")}, jit,
+                            steady_calls, outer, what, jaxpr_text=_artifact(folder, report, "jaxpr").read_text())
     check_returns_what_it_wrote(returned, folder)
 
 
@@ -994,6 +1006,5 @@ def check_going_further_carries(evidence_dir, returned, base, first_call):
     for section in ("timings", "tracing"):
         if report.get(section) != _as_json(base[section]):
             _fail(f"report.json's {section} should be those of the report given to write_going_further.")
-    stablehlo = Path(evidence_dir) / str(report.get("artifacts", {}).get("stablehlo", ""))
-    if not stablehlo.is_file() or stablehlo.read_text() != first_call["stablehlo_text"]:
+    if _artifact(evidence_dir, report, "stablehlo").read_text() != first_call["stablehlo_text"]:
         _fail("the StableHLO file should hold the stablehlo_text given to write_going_further, exactly.")

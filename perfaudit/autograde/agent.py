@@ -158,54 +158,12 @@ def _decode(value, dirs):
 
         return slow
     if tag == "slowjit":
-        return _grader_jit(value["id"])
-    raise ValueError(f"unknown tag {tag!r}")
-
-
-def _grader_jit(number):
-    """checks.SlowJit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader picks
-    at each call (so it decides when fn is traced again) and a result whose readiness the grader controls."""
-    import jax
-    import numpy as np
-    from IPython import get_ipython
-
-    from perfaudit.checks import salted
-
-    def jit(fn):
-        inner = jax.jit(salted(fn), static_argnums=1)
-        salts = [0]
-
-        def audited(x):
-            if isinstance(x, jax.core.Tracer):  # make_jaxpr(audited): jit's own trace, no delays
-                return inner(x, salts[-1])
-            shape = "x".join(str(n) for n in np.shape(x))
-            call, salt = get_ipython().kernel.raw_input(f"perfaudit-call {number} {shape}").split(" ")
-            salts.append(int(salt))
-            return GraderHeldResult(number, int(call), inner(x, salts[-1]))
-
-        return audited
-
-    return jit
-
-
-class GraderHeldResult:
-    """The result of a call of the grader's jit: waiting on it asks the grader, who answers when it decides."""
-
-    def __init__(self, number, call, inner):
-        self._number, self._call, self._inner = number, call, inner
-
-    def block_until_ready(self):
-        self._inner.block_until_ready()
         from IPython import get_ipython
 
-        get_ipython().kernel.raw_input(f"perfaudit-ready {self._number} {self._call}")
-        return self
+        from perfaudit.autograde.instruments import make_jit
 
-    def __array__(self, dtype=None, copy=None):
-        import numpy as np
-
-        self.block_until_ready()
-        return np.asarray(self._inner, dtype=dtype)
+        return make_jit(value["id"], get_ipython().kernel.raw_input)
+    raise ValueError(f"unknown tag {tag!r}")
 
 
 def _dtype(name):

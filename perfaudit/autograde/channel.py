@@ -8,8 +8,9 @@ What comes back is the student's claim, never a verdict: the tests that run in t
 
 A call and a result whose durations the grader controls (checks.SlowFunction) cross as a stand-in: when the
 student's code calls it, and when it waits on its result, the kernel asks on the stdin channel, and the grader
-answers after a delay it chose and never sent. The grader's jit (checks.SlowJit) crosses the same way; its
-answer to a call is the static argument that decides whether jit traces the student's function again.
+answers after a delay it chose and never sent. The grader's jit (perfaudit/autograde/instruments.py) crosses the
+same way; its answer to a call is the call's number and the static argument that decides whether jit traces the
+student's function again.
 """
 
 import ast
@@ -26,6 +27,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
 from perfaudit import checks
+from perfaudit.autograde.instruments import GraderJit
 
 MAX_REPLY_CHARS = 64 * 2**20
 MAX_DEPTH = 32
@@ -150,13 +152,8 @@ class KernelChannel:
         kind, number, detail = (str(msg.get("content", {}).get("prompt", "")).split(" ") + ["", ""])[:3]
         slow = self._slow.get(int(number)) if number.isdigit() else None
         answer = ""
-        if isinstance(slow, checks.SlowJit):  # calls numbered by the grader; a call's static argument is its choice
-            if kind == "perfaudit-call":
-                call, salt = slow.call(_shape(detail))
-                slow.hold_call(call, received)
-                answer = f"{call} {salt}"
-            elif kind == "perfaudit-ready" and detail.isdigit():
-                slow.hold_result(int(detail), received)
+        if isinstance(slow, GraderJit):
+            answer = slow.answer(str(msg.get("content", {}).get("prompt", ""))[:200], received)
         elif slow is not None and kind == "perfaudit-call":
             time.sleep(slow.call_delay_s)
             slow.waited_call_s.append(time.perf_counter() - received)
@@ -178,9 +175,10 @@ class KernelChannel:
             if value._channel is not self:
                 raise ValueError("a reference from another kernel")
             return {"$": "ref", "id": value._number}
-        if isinstance(value, checks.SlowJit):
+        if isinstance(value, GraderJit):
             number = len(self._slow) + 1
             self._slow[number] = value
+            value.number = number
             return {"$": "slowjit", "id": number}
         if isinstance(value, checks.SlowFunction):
             number = len(self._slow) + 1
@@ -291,15 +289,6 @@ def _read_reply(msg):
     if not isinstance(reply, dict):
         raise StudentError("ValueError", "an answer the grader cannot read")
     return reply
-
-
-def _shape(text):
-    """'16x16' as the kernel's stand-in reports a call's input shape: a tuple of a few small ints ('' is a scalar's
-    ()), or ('?',) for anything else, which then counts as one more shape."""
-    parts = text.split("x") if text else []
-    if len(parts) > 8 or not all(p.isdigit() and len(p) < 10 for p in parts):
-        return ("?",)
-    return tuple(int(p) for p in parts)
 
 
 def _read_dir(path):

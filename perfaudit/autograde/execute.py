@@ -15,7 +15,9 @@ import os
 import shutil
 import tempfile
 import time
+from pathlib import Path
 
+import nbformat
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
@@ -43,6 +45,22 @@ def instructor_cells(resources, course_id):
     with Gradebook(info["db_url"], course_id) as gradebook:
         notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
         return {cell.name: cell.source for cell in notebook.source_cells}
+
+
+def instructor_notebook(nb, resources, config):
+    """The instructor's notebook from source/ when autograding (the contract of the tests comes from it, never from
+    the submission); outside autograde (the canary, the checker) the notebook run is the instructor's own."""
+    info = (resources or {}).get("nbgrader", {})
+    if not info.get("db_url") or not info.get("notebook") or not info.get("assignment"):
+        return nb
+    coursedir = CourseDirectory(config=config)
+    path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+    try:
+        return nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as error:
+        raise canary.GradingEnvironmentError(
+            f"not graded: environment: the instructor's notebook {path} cannot be read ({error}); the tests take "
+            "their names from it. Put source/ back and grade again.") from error
 
 
 def not_run_error(reason):
@@ -81,6 +99,7 @@ class TrustedExecute(Execute):
         self._kernel_up = False
         self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
         self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
+        self._contract = verdicts.Contract(instructor_notebook(nb, resources, self.config).cells)
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
             canary.check_once_per_process(self._notebook, self.config)
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
@@ -188,9 +207,8 @@ class TrustedExecute(Execute):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
         if self._channel is None:
             self._channel = KernelChannel(self.km, self._scratch)
-            self._namespace = verdicts.StudentNamespace(self._channel)
             try:
-                verdicts.import_trusted_modules([c for c in self.nb.cells if self._is_instructors(c)], self._namespace)
+                self._namespace = verdicts.StudentNamespace(self._channel, self._contract)
             except Exception as error:  # noqa: BLE001 - the instructor's imports: never the student's doing
                 raise canary.GradingEnvironmentError(
                     f"not graded: environment: the grader cannot import what the instructor's cells import "

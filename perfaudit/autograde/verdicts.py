@@ -1,12 +1,15 @@
 """Test cells run here, in the grader, never in the student's kernel: the grader alone decides their points.
 
 A test cell's whole source (visible part and hidden tests) is executed in this process. Its names resolve, in
-order, to what the test cells bound themselves, the modules the instructor's locked cells import (imported here:
-`checks` is always the course's own), Python's builtins, and last the student's objects, read from the kernel
-through the channel when a test uses them: plain data comes back as values, functions as references whose calls
-cross to the kernel. A test passes when it raises nothing. Its outputs are made here: what it printed, and on
-failure one error with the message and no traceback, so no hidden line is ever shown and nothing the kernel
-printed can be read as a score by nbgrader's determine_grade.
+order, to what the test cells bound themselves, the modules the instructor's locked cells in source/ import
+(imported here: `checks` is always the course's own), Python's builtins, and last the names of the notebook's
+contract: what the cells of the instructor's notebook define (the student's functions and values), read from the
+kernel through the channel when a test uses them: plain data comes back as values, functions as references whose
+calls cross to the kernel. Any other name is undefined: a test never asks the kernel for a name the contract does
+not hold, so nothing a submission defines, edits or unmarks can stand in for a module a test uses. A test passes
+when it raises nothing. Its outputs are made here: what it printed, and on failure one error with the message and
+no traceback, so no hidden line is ever shown and nothing the kernel printed can be read as a score by nbgrader's
+determine_grade.
 """
 
 import ast
@@ -44,36 +47,77 @@ def printable(text, limit=MAX_TEXT):
     return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
-class StudentNamespace(dict):
-    """The globals test cells run in; a name found nowhere else is the student's, asked of the kernel on use."""
+class Contract:
+    """What a notebook's tests may use, read from the instructor's notebook (source/), never from a submission: the
+    import statements of its locked cells, run here, and the names its other cells define, read from the kernel."""
 
-    def __init__(self, channel):
+    def __init__(self, cells):
+        self.imports, self.names = [], set()
+        for cell in cells:
+            if cell.get("cell_type") != "code" or is_test(cell):
+                continue
+            tree = _parse(cell.get("source", ""))
+            if utils.is_locked(cell) and not utils.is_solution(cell):
+                self.imports += [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+            self.names |= _bound_names(tree)
+        self.names -= {alias.asname or alias.name.split(".")[0] for node in self.imports for alias in node.names}
+
+    def import_into(self, namespace):
+        """Run the instructor's imports here, in the grader's namespace."""
+        exec(compile(ast.Module(body=self.imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
+
+
+def _parse(source):
+    """A cell's code as Python: IPython syntax (a magic) turned into the calls IPython would make."""
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        try:
+            return ast.parse(TransformerManager().transform_cell(source))
+        except SyntaxError:
+            return ast.Module(body=[], type_ignores=[])
+
+
+def _bound_names(tree):
+    """The names a module's top level binds: definitions, assignments, loop and with targets."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+        for target in targets:
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+class StudentNamespace(dict):
+    """The globals test cells run in; a name of the contract found nowhere else is the student's, asked of the kernel
+    on use. Any other name is not defined, whatever the kernel holds."""
+
+    def __init__(self, channel, contract):
         super().__init__(__name__="__main__")
-        self.channel = channel
+        self.channel, self.contract = channel, contract
+        contract.import_into(self)
 
     def __missing__(self, name):
         if hasattr(builtins, name):
             return getattr(builtins, name)
+        if name not in self.contract.names:
+            raise NameError(f"name '{name}' is not defined")
         try:
             return self.channel.request({"op": "lookup", "name": name})
         except StudentError as error:
             if error.kind == "NameError":
                 raise NameError(f"name '{name}' is not defined: did the cell that defines it run without an error?")
             raise
-
-
-def import_trusted_modules(cells, namespace):
-    """Run here the import statements of the instructor's locked cells: the tests use the grader's modules."""
-    for cell in cells:
-        if cell.cell_type != "code" or not utils.is_locked(cell) or utils.is_solution(cell):
-            continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:  # IPython syntax (a magic): such a cell imports nothing the tests need
-            continue
-        imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-        if imports:
-            exec(compile(ast.Module(body=imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
 
 
 # While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files

@@ -1,0 +1,262 @@
+"""The grader's jit: a stand-in for jax.jit that hidden tests hand to a student's measuring code.
+
+The student's code makes its audited function with `jit(fn)` and times it as it would any jitted function. Each
+function the stand-in makes is really jax.jit of fn, and the grader keeps a record of its own for each one:
+- its calls, each timed by the grader's own clock from the moment the call reaches it until the grader lets the
+  result be ready (a span the student's clock, started before the call and stopped after the wait, must cover);
+  the first call at each shape, which traces and compiles, is held 200-300 ms; of the later ones a third are
+  held 25-40 ms at random, the others 1-3 ms: a timing of another call than it claims does not fit;
+- whether anyone waited for each result (an unsynchronized clock never waits);
+- its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
+  static argument (a trace count typed in does not follow them).
+Afterwards the grader computes what fn gives on a matrix of its own and reads fn's JAXPR (`function_output`,
+`function_jaxpr`, run in the student's process), so timings of another function than the workload do not pass.
+
+Calls and traces are counted per function made, never across: a student may jit other functions with it (a
+sanity check of the output, say) without moving what the audited function's evidence is compared with.
+
+The kernel-side half (`make_jit`, `HeldResult`) asks the grader through `ask(message)`, the kernel's stdin in a
+graded kernel (perfaudit/autograde/channel.py) and GraderJit.answer itself in one process (the checker, a
+notebook run by hand). No answer carries a delay or anything else the grader keeps to itself: only which call
+it was, and the static argument the student's process must pass to jax.jit anyway. What a kernel that speaks
+this protocol itself can still do is in docs/grading-security.md.
+"""
+
+import time
+
+from perfaudit.kernelside import in_student_process
+
+FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
+LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
+SHORT_HOLD_S = (0.001, 0.003)  # the other later calls
+CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
+CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
+_registry = {}  # number -> [fn, ...] in the process that makes the functions (the kernel's, or the checker's)
+
+
+class Call:
+    def __init__(self, key, salt, started, ready_hold_s):
+        self.key, self.salt, self.started, self.ready_hold_s = key, salt, started, ready_hold_s
+        self.span_s = None  # grader's clock: from the call's arrival until its result was let be ready
+
+    @property
+    def shape(self):
+        return self.key[0]
+
+
+class FunctionRecord:
+    """One function jit made: its calls in order, its traces, and the trace count at each call and wait."""
+
+    def __init__(self, retrace_at):
+        self.calls, self.traces, self.salt = [], 0, 0
+        self.retrace_at = retrace_at  # ordinals of repeat calls at which the grader changes the static argument
+        self.repeats = 0
+        self.counts = []  # (calls made so far, traces so far) when a call or a wait arrived
+
+    def counts_after(self, call):
+        """Trace counts the student's code could have read after call number `call` returned: at any later call or
+        wait, and now."""
+        return {traces for calls, traces in self.counts if calls > call} | {self.traces}
+
+
+class GraderJit:
+    """The grader's side: records per function, holds chosen here (see the module docstring)."""
+
+    def __init__(self, rng):
+        self.rng, self.functions, self.number = rng, [], None
+
+    def _uniform(self, bounds):
+        return float(self.rng.uniform(*bounds))
+
+    def answer(self, message, received=None):
+        """The grader's answer to one message of the kernel-side stand-in ('' when there is nothing to say)."""
+        received = time.perf_counter() if received is None else received
+        kind, *rest = str(message).split(" ")
+        rest = rest[1:]  # the jit's own number, by which the channel found this one
+        if kind == "perfaudit-jit":
+            self.functions.append(FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
+                                                                     replace=False).tolist())))
+            return str(len(self.functions) - 1)
+        record = self._record(rest[:1])
+        if record is None:
+            return ""
+        if kind in ("perfaudit-call", "perfaudit-ready"):
+            record.counts.append((len(record.calls), record.traces))
+        if kind == "perfaudit-call" and len(rest) >= 3:
+            return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
+        if kind == "perfaudit-traced":
+            record.traces += 1
+        elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
+            call = record.calls[int(rest[1])]
+            if call.span_s is None:
+                time.sleep(max(0.0, call.ready_hold_s - (time.perf_counter() - received)))
+                call.span_s = time.perf_counter() - call.started
+        return ""
+
+    def _record(self, number):
+        if number and number[0].isdigit() and int(number[0]) < len(self.functions):
+            return self.functions[int(number[0])]
+        return None
+
+    def _call(self, record, key, received):
+        first_at_shape = all(call.shape != key[0] for call in record.calls)
+        if not first_at_shape:
+            record.repeats += 1
+            record.salt += record.repeats in record.retrace_at
+        if first_at_shape:
+            hold = self._uniform(FIRST_HOLD_S)
+        else:
+            hold = self._uniform(LONG_HOLD_S if self.rng.random() < 1 / 3 else SHORT_HOLD_S)
+        record.calls.append(Call(key, record.salt, received, hold))
+        time.sleep(self._uniform(CALL_HOLD_S))
+        return f"{len(record.calls) - 1} {record.salt}"
+
+    def __call__(self, fn):
+        """jit(fn) right here, for a test that runs in the student's own process (the checker, the notebook)."""
+        if self.number is None:
+            self.number = -id(self)
+        return make_jit(self.number, self.answer)(fn)
+
+
+def _shape(text):
+    """'16x16' as the kernel-side stand-in reports a call's input shape: a tuple of a few small ints ('' is a
+    scalar's ()), or ('?',) for anything else."""
+    parts = text.split("x") if text else []
+    if len(parts) > 8 or not all(p.isdigit() and len(p) < 10 for p in parts):
+        return ("?",)
+    return tuple(int(p) for p in parts)
+
+
+# --- the kernel's side: runs in the student's process --------------------------------------------------------
+
+
+def make_jit(number, ask):
+    """The stand-in's jit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader
+    picks at each call, reporting each trace, and returning results whose readiness the grader decides."""
+    import jax
+    import numpy as np
+
+    functions = _registry.setdefault(number, [])
+
+    def jit(fn, **_options):  # options such as donate_argnums change nothing a measurement of this workload sees
+        index = int(ask(f"perfaudit-jit {number}") or len(functions))
+        functions.append(fn)
+        salts = [0]
+
+        def traced(x, salt):
+            ask(f"perfaudit-traced {number} {index}")
+            return fn(x)
+
+        traced.__name__ = getattr(fn, "__name__", "audited")
+        inner = jax.jit(traced, static_argnums=1)
+
+        def audited(x):
+            if isinstance(x, jax.core.Tracer):  # make_jaxpr(audited), or a jit around it: no call of the grader's
+                return inner(x, salts[-1])
+            shape = "x".join(str(n) for n in np.shape(x))
+            dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
+            call, salt = (ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}") + " 0 0").split(" ")[:2]
+            salts.append(int(salt) if salt.isdigit() else 0)
+            return HeldResult(inner(x, salts[-1]), lambda: ask(f"perfaudit-ready {number} {index} {call}"))
+
+        # The ahead-of-time API of a jitted function, at the static argument of the latest call.
+        audited.trace = lambda x: inner.trace(x, salts[-1])
+        audited.lower = lambda x: inner.lower(x, salts[-1])
+        audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
+        audited.__name__, audited.__wrapped__ = traced.__name__, fn
+        return audited
+
+    return jit
+
+
+class HeldResult:
+    """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
+    values, waits for the grader first (block_until_ready, jax.block_until_ready, np.asarray, jax.device_get,
+    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait."""
+
+    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval"})
+
+    def __init__(self, inner, wait):
+        self._inner, self._wait, self._ready = inner, wait, False
+
+    def block_until_ready(self):
+        if not self._ready:
+            self._inner.block_until_ready()
+            self._wait()
+            self._ready = True
+        return self
+
+    def _value(self):
+        return self.block_until_ready()._inner
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        return np.asarray(self._value(), dtype=dtype)
+
+    def __jax_array__(self):
+        return self._value()
+
+    def __repr__(self):
+        return repr(self._value())
+
+    def __str__(self):
+        return str(self._value())
+
+    def __format__(self, spec):
+        return format(self._value(), spec)
+
+    def __len__(self):
+        return len(self._inner)
+
+    def __iter__(self):
+        return iter(self._value())
+
+    def __getitem__(self, index):
+        return self._value()[index]
+
+    def __float__(self):
+        return float(self._value())
+
+    def __int__(self):
+        return int(self._value())
+
+    def __bool__(self):
+        return bool(self._value())
+
+
+def _arithmetic(name):
+    def method(self, *args):
+        return getattr(self._value(), name)(*args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__matmul__", "__rmatmul__", "__pow__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__",
+              "__gt__", "__ge__"):
+    setattr(HeldResult, _name, _arithmetic(_name))
+
+
+@in_student_process
+def function_output(number, index, matrix):
+    """What the index-th function the grader's jit number `number` made computes for `matrix` (a NumPy array),
+    fn itself, run in the student's process."""
+    import jax
+    import numpy as np
+
+    return np.asarray(jax.jit(_registry[number][index])(jax.device_put(matrix)))
+
+
+@in_student_process
+def function_jaxpr(number, index, shape, dtype="float32"):
+    """str(jax.make_jaxpr(fn)) of that function at shape and dtype, made in the student's process."""
+    import jax
+
+    return str(jax.make_jaxpr(_registry[number][index])(jax.ShapeDtypeStruct(tuple(shape), dtype)))
