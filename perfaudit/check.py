@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT, notebooks, paths, workcopy
+from perfaudit import ASSIGNMENT, notebooks, paths, reuse, workcopy
 
 
 def stage_notebook(implementation, stage, source):
@@ -52,7 +52,8 @@ def run_stage(implementation, stage, evidence_dir):
     source = notebooks.read(paths.SOURCE / paths.STAGES[stage])
     nb, missing = stage_notebook(implementation, stage, source)
     total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in source.cells)
-    return _verdict(nb, missing, total, f"stage {stage} ({implementation})", stage, evidence_dir)
+    folder = paths.SOURCE if implementation == "solution" else paths.RELEASE  # where its neighbours are
+    return _verdict(nb, missing, total, f"stage {stage} ({implementation})", stage, evidence_dir, folder)
 
 
 def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT):
@@ -61,13 +62,15 @@ def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT):
     nb = notebooks.read(work / paths.STAGES[stage])
     total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in nb.cells)
     where = f"stage {stage} (your notebook {Path(work.parent.name, work.name, paths.STAGES[stage])}, visible checks)"
-    passed, lines = _verdict(nb, [], total, where, stage, evidence_dir)
+    passed, lines = _verdict(nb, [], total, where, stage, evidence_dir, work)
     return passed, [lines[0], HIDDEN_TESTS_NOTE, *lines[1:]]
 
 
-def _verdict(nb, missing, total, what, stage, evidence_dir):
+def _verdict(nb, missing, total, what, stage, evidence_dir, folder):
+    # The kernel runs in a folder of its own; notebook 4 reads notebook 3 from `folder` (perfaudit/reuse.py).
+    env = {paths.EVIDENCE_ENV: str(evidence_dir), reuse.FOLDER_ENV: str(Path(folder).resolve())}
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
-        executed = notebooks.execute(nb, cwd, env={paths.EVIDENCE_ENV: str(evidence_dir)})
+        executed = notebooks.execute(nb, cwd, env=env)
     results = notebooks.cell_results(executed)
     tests = [r for r in results if r.kind == "test"]
     failed = [r for r in results if not r.passed]

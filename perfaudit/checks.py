@@ -1008,3 +1008,5 @@ def check_going_further_carries(evidence_dir, returned, base, first_call):
             _fail(f"report.json's {section} should be those of the report given to write_going_further.")
     if _artifact(evidence_dir, report, "stablehlo").read_text() != first_call["stablehlo_text"]:
         _fail("the StableHLO file should hold the stablehlo_text given to write_going_further, exactly.")
+
+from perfaudit.stages import check_stages, check_time_stages  # noqa: E402,F401 (notebook 4 times the stages itself)

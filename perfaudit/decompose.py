@@ -43,9 +43,23 @@ def _seconds_since(start):
     return time.perf_counter() - start
 
 
-def aot_parts(fn, x):
-    """Time trace, lower, compile and the first run of a fresh jit of fn at x; also return lowered, compiled."""
+STEADY_RUNS = 20  # steady runs of the compiled program, after its first run
+
+
+def aot_parts(fn, x, time_stages=None):
+    """Time trace, lower, compile and the first run of a fresh jit of fn at x; also return lowered, compiled.
+
+    time_stages(jitted, x, steady_runs), when given (notebook 4's), does the timing: {trace_s, lower_s, compile_s,
+    first_run_s, steady_run_s}; the program's lowered and compiled forms then come from a chain of its own,
+    untimed."""
     jitted, _ = _fresh_jit(fn, "aot")
+    if time_stages is not None:
+        stages = time_stages(jitted, x, STEADY_RUNS)
+        parts = {key: float(stages[key]) for key in ("trace_s", "lower_s", "compile_s", "first_run_s")}
+        steady = sorted(float(s) for s in stages["steady_run_s"])
+        lowered = jitted.trace(x).lower()
+        return {**parts, "sum_s": sum(parts.values()), "steady_run_median_s": steady[len(steady) // 2]}, \
+            lowered, lowered.compile()
     start = time.perf_counter()
     traced = jitted.trace(x)
     trace_s = _seconds_since(start)
@@ -139,12 +153,13 @@ def _median(rounds, key):
     return sorted(rounds, key=key)[len(rounds) // 2]
 
 
-def first_call(fn, x, rounds=3, one_time_lowering=True):
+def first_call(fn, x, rounds=3, one_time_lowering=True, time_stages=None):
     """Decompose the first call of jax.jit(fn) at x both ways, with what the compiler says about the program.
 
     Each method runs `rounds` times, each time on a new function after jax.clear_caches(); the round with the
     median first call (observed) and the round with the median sum (AOT) are reported whole, so one stall of a
-    busy machine does not decide the result. Clears JAX's in-memory caches: jitted functions compiled before
+    busy machine does not decide the result. time_stages, when given, times the AOT rounds (see aot_parts). Clears
+    JAX's in-memory caches: jitted functions compiled before
     recompile on their next call. Returns a dict: decomposition, cost_analysis, memory_estimate (report
     sections) and stablehlo_text (the lowered program, for a file beside the JAXPR).
     """
@@ -159,7 +174,7 @@ def first_call(fn, x, rounds=3, one_time_lowering=True):
         jax.clear_caches()
         observed_rounds.append(observed_first_call(fn, x))
         jax.clear_caches()
-        aot_rounds.append(aot_parts(fn, x))
+        aot_rounds.append(aot_parts(fn, x, time_stages))
     first_call_s, observed = _median(observed_rounds, key=lambda r: r[0])
     aot, lowered, compiled = _median(aot_rounds, key=lambda r: r[0]["sum_s"])
     decomposition = {
@@ -200,6 +215,9 @@ def table(decomposition):
                  f"{ms(aot['trace_s'] + aot['lower_s'] + aot['compile_s'])}")
     lines.append(f"{'total':<24}{ms(decomposition['first_call_s'])}{ms(aot['sum_s'])}"
                  "   (observed: the first call itself; AOT: the sum of its parts)")
+    if "steady_run_median_s" in aot:
+        lines.append(f"{'steady run (median)':<24}{'':>12}{ms(aot['steady_run_median_s'])}"
+                     "   (AOT: the compiled program's later runs)")
     lines.append(f"first call, wall clock: {decomposition['first_call_s'] * 1e3:.3f} ms; "
                  f"the events cover {observed['sum_s'] / decomposition['first_call_s']:.0%} of it")
     if "one_time_lowering" in decomposition:
