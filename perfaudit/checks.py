@@ -20,6 +20,7 @@ import numpy as np
 
 from perfaudit import unfilled
 from perfaudit.kernelside import in_student_process
+from perfaudit.reference import reference_jaxpr
 from perfaudit.report import load_schema
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
@@ -645,14 +646,6 @@ _EQUATION = re.compile(r"\b\w+:(\w+\[[\d,]*\]) = (\w+)")
 def jaxpr_program(text):
     """The computation a JAXPR's text describes: [(output type, primitive)] in order, call wrappers left out."""
     return [(kind, primitive) for kind, primitive in _EQUATION.findall(text) if primitive not in _WRAPPERS]
-
-
-def reference_jaxpr(n=16):
-    """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
-    import jax
-    import jax.numpy as jnp
-
-    return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
 
 
 @in_student_process
