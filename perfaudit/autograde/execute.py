@@ -82,7 +82,7 @@ class TrustedExecute(Execute):
         self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
         self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
-            canary.check_once_per_process(self._notebook, self.config)
+            canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
             return super().preprocess(nb, resources, km)
@@ -117,7 +117,7 @@ class TrustedExecute(Execute):
         too, now. Otherwise it came from the submission (a jax.py of its own, say), which is graded as it is."""
         if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
             return
-        if not canary.still_sound(self._notebook, self.config):
+        if not canary.still_sound(self._notebook, self.config, TrustedExecute):
             raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
                                                  "the same way now. Fix the environment and grade again.")
         self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
