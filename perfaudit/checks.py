@@ -21,6 +21,7 @@ import numpy as np
 from perfaudit import unfilled
 from perfaudit.autograde import instruments
 from perfaudit.kernelside import in_student_process
+from perfaudit.reference import reference_jaxpr
 from perfaudit.report import load_schema
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
@@ -573,14 +574,6 @@ def jaxpr_canonical(text, params=None):
 def jaxpr_program(text):
     """The computation a JAXPR's text describes: [(output types, primitive, structural params, operands)]."""
     return jaxpr_canonical(text, params=_STRUCTURE_PARAMS)
-
-
-def reference_jaxpr(n=16):
-    """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
-    import jax
-    import jax.numpy as jnp
-
-    return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
 
 
 @in_student_process

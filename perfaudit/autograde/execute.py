@@ -94,7 +94,7 @@ class TrustedExecute(Execute):
         self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
         self._contract = verdicts.Contract(instructor_notebook(nb, resources, self.config).cells)
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
-            canary.check_once_per_process(self._notebook, self.config)
+            canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
         submitted = copy.deepcopy(nb)
         self._retried = False
         nb, resources = self._run(nb, resources, km)
@@ -162,7 +162,7 @@ class TrustedExecute(Execute):
         perfaudit/ of its own, processes it left), which is graded as it is."""
         if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
             return
-        if not canary.still_sound(self._notebook, self.config):
+        if not canary.still_sound(self._notebook, self.config, TrustedExecute):
             raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
                                                  "the same way now. Fix the environment and grade again.")
         self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
