@@ -7,6 +7,8 @@ test calls a check with inputs of its own; the visible self-checks compare with 
 
 import numpy as np
 
+from perfaudit.reference import reference_jaxpr
+
 
 def summary_of(samples):
     """Median, fastest, slowest and interquartile range of timings, as NumPy computes them."""
@@ -22,8 +24,6 @@ def cost_of(n):
 
 def evidence_of(rng=None, steady_calls=None):
     """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here."""
-    from perfaudit.checks import reference_jaxpr
-
     rng = rng or np.random.default_rng()
     steady_calls = steady_calls or int(rng.integers(5, 20))
     return {

@@ -21,6 +21,7 @@ import numpy as np
 from perfaudit import unfilled
 from perfaudit.autograde import instruments
 from perfaudit.kernelside import in_student_process
+from perfaudit.reference import reference_jaxpr
 from perfaudit.report import load_schema
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
@@ -181,26 +182,13 @@ class SlowFunction:
             started = time.perf_counter()
             time.sleep(self.call_delay_s)
             self.waited_call_s.append(time.perf_counter() - started)
-        return _SlowResult(self, None if self.wrapped is None else self.wrapped(x))
+        inner = instruments.placeholder() if self.wrapped is None else self.wrapped(x)
+        return instruments.HeldResult(inner, self._hold_result)
 
-
-class _SlowResult:
-    def __init__(self, fn, inner):
-        self.fn, self.inner, self.ready = fn, inner, False
-
-    def block_until_ready(self):
-        if not self.ready:
-            if hasattr(self.inner, "block_until_ready"):
-                self.inner.block_until_ready()
-            started = time.perf_counter()
-            time.sleep(self.fn.delay_s)
-            self.fn.waited_s.append(time.perf_counter() - started)
-            self.ready = True
-        return self
-
-    def __array__(self, dtype=None, copy=None):
-        self.block_until_ready()
-        return np.zeros((1, 1), dtype=dtype)
+    def _hold_result(self):
+        started = time.perf_counter()
+        time.sleep(self.delay_s)
+        self.waited_s.append(time.perf_counter() - started)
 
 
 def grader_jit(rng=None):
@@ -237,11 +225,13 @@ def check_time_call(time_call, rng=None):
         seconds, outer = _timed(time_call, slow, None)
         seconds = check_seconds(seconds, "time_call's result", outer)
         waited = slow.waited(0)
-        if waited is None or seconds < waited:
+        if waited is None:
+            _fail("time_call never waited for the result of the call it timed: JAX returns before the work is done. "
+                  "Stop the clock only after out.block_until_ready().")
+        if seconds < waited:
             _fail(
-                f"time_call measured {seconds * 1e3:.3f} ms for a call that took at least "
-                f"{(waited or 0) * 1e3:.1f} ms from the call until its result was ready: JAX returns before the work "
-                "is done. Start the clock before the call and stop it only after out.block_until_ready()."
+                f"time_call measured {seconds * 1e3:.3f} ms for a call that took longer from the call until its "
+                "result was ready: start the clock before the call and stop it only after out.block_until_ready()."
             )
 
 
@@ -267,7 +257,10 @@ def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
         what = "time_call's first call" if call == 0 else "time_call's steady call"
         seconds = check_seconds(seconds, what, outer)
         waited = slow.waited(call)
-        if waited is None or seconds < waited:
+        if waited is None:
+            _fail(f"{what} never waited for the result of the call it timed: stop the clock only after "
+                  "block_until_ready().")
+        if seconds < waited:
             _fail(f"{what} reported {seconds * 1e3:.3f} ms, less than the call and its result took: start the clock "
                   "before the call and stop it after block_until_ready().")
         timings.append(seconds)
@@ -583,14 +576,6 @@ def jaxpr_program(text):
     return jaxpr_canonical(text, params=_STRUCTURE_PARAMS)
 
 
-def reference_jaxpr(n=16):
-    """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
-    import jax
-    import jax.numpy as jnp
-
-    return str(jax.make_jaxpr(lambda x: jnp.tanh(x @ x))(jax.ShapeDtypeStruct((n, n), np.float32)))
-
-
 @in_student_process
 def jaxpr_of(fn, n=16):
     """str(jax.make_jaxpr(fn)) at n x n float32, made where fn lives."""
@@ -793,6 +778,12 @@ def new_folder(files=None):
     for name, text in (files or {}).items():
         (folder / name).write_text(text)
     return folder
+
+
+def remove_test_folders():
+    """Remove the folders new_folder() made (the grader, after each notebook: what they hold is a student's)."""
+    while _FOLDERS:
+        shutil.rmtree(_FOLDERS.pop(), ignore_errors=True)
 
 
 def test_folders():

@@ -1,4 +1,4 @@
-"""The cheat catalog and the valid catalog (perfaudit/fixtures/catalog.py): exact scores from the gradebook.
+"""The cheat catalog and the valid catalog (perfaudit/fixtures/catalog/): exact scores from the gradebook.
 
 Every case is graded twice, by plain `nbgrader autograde` + `generate_feedback` in one course directory and by
 `python -m perfaudit.grade` in another: each cheat scores nothing on what it attacks and keeps the rest, each

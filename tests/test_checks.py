@@ -359,7 +359,7 @@ def test_a_clock_started_after_the_call_is_caught():
         out.block_until_ready()
         return time.perf_counter() - start
 
-    with pytest.raises(AssertionError, match="Start the clock before the call"):
+    with pytest.raises(AssertionError, match="start the clock before the call"):
         checks.check_time_call(after_the_call)
 
 

@@ -8,6 +8,9 @@ grader):
 - An error the student cannot have caused marks the notebook "not graded: environment" (GradingEnvironmentError)
   instead of scoring it: the kernel cannot start, or an instructor's locked cell fails before any student cell
   ran (the setup cell's imports of JAX and of the course's checks).
+
+The pipeline is handed in (`pipeline`: TrustedExecute, by execute.py itself and by the batch grader's task): the
+preprocessor runs the canary, so the canary does not import the preprocessor back.
 """
 
 import tempfile
@@ -52,14 +55,12 @@ def scores(nb):
     return earned, possible
 
 
-def _graded(path, config):
+def _graded(path, config, pipeline):
     """The notebook at path, graded through the pipeline. The grader failing on the instructor's own notebook (a
     package it cannot import, say) is the environment's fault too: GradingEnvironmentError, never a traceback."""
-    from perfaudit.autograde.execute import TrustedExecute
-
     try:
         with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
-            execute = TrustedExecute(config=config, canary=False)
+            execute = pipeline(config=config, canary=False)
             nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
     except Exception as error:  # noqa: BLE001 - whatever it is, it is not a student's doing
         if disk_full(error):  # said as such by the graders: exit 3, "the disk is full"
@@ -72,15 +73,15 @@ def _graded(path, config):
     return nb
 
 
-def check_notebook(name, config):
+def check_notebook(name, config, pipeline):
     """Raise GradingEnvironmentError unless the instructor's solution of notebook `name` scores full marks through the
-    pipeline and its release (when there is one) scores none."""
+    pipeline (the Execute preprocessor students are graded by) and its release (when there is one) scores none."""
     coursedir = CourseDirectory(config=config)
     assignment = coursedir.assignment_id if coursedir.assignment_id not in ("", "*") else None
     source = _find(coursedir.source_directory, coursedir, assignment, name)
     if source is None:
         return
-    nb = _graded(source, config)
+    nb = _graded(source, config, pipeline)
     earned, possible = scores(nb)
     if earned != possible:
         where, error = first_error(nb) or ("?", "no error shown")
@@ -91,7 +92,7 @@ def check_notebook(name, config):
         )
     release = _find(coursedir.release_directory, coursedir, assignment, name)
     if release is not None:
-        earned, _ = scores(_graded(release, config))
+        earned, _ = scores(_graded(release, config, pipeline))
         if earned:
             raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass without an "
                                    "answer. No student was graded; fix the tests in source/ and release again.")
@@ -107,12 +108,12 @@ def _find(directory, coursedir, assignment, name):
 _verdicts = {}  # (source folder, notebook) -> None when the canary passed, else why it failed
 
 
-def check_once_per_process(name, config):
+def check_once_per_process(name, config, pipeline):
     """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one)."""
     key = (str(Path(CourseDirectory(config=config).root).resolve()), name)
     if key not in _verdicts:
         try:
-            check_notebook(name, config)
+            check_notebook(name, config, pipeline)
             _verdicts[key] = None
         except GradingEnvironmentError as error:
             _verdicts[key] = str(error)
@@ -120,10 +121,10 @@ def check_once_per_process(name, config):
         raise GradingEnvironmentError(_verdicts[key])
 
 
-def still_sound(name, config):
+def still_sound(name, config, pipeline):
     """Run the canary again now (a fault may have appeared mid-run, a full disk): True when it passes."""
     try:
-        check_notebook(name, config)
+        check_notebook(name, config, pipeline)
     except GradingEnvironmentError:
         return False
     return True

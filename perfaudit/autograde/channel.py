@@ -33,6 +33,8 @@ MAX_REPLY_CHARS = 64 * 2**20
 MAX_DEPTH = 32
 MAX_FILES = 1024
 MAX_FILE_BYTES = 16 * 2**20
+MAX_FOLDERS = 16  # folders one answer may make the grader write (paths in it: an evidence folder, a file or two)
+MAX_SNAPSHOT_BYTES = 48 * 2**20  # bytes one folder of an answer may make the grader write
 ARRAY_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
                 "float32", "float64", "bfloat16"}
 INTERRUPT_GRACE_S = 5
@@ -40,6 +42,10 @@ INTERRUPT_GRACE_S = 5
 
 class KernelGone(Exception):
     """The kernel can answer no more requests (it died, hung past an interrupt, or its channel broke)."""
+
+    def __init__(self, message, died=False):
+        super().__init__(message)
+        self.died = died  # the kernel process is gone (not merely unresponsive)
 
 
 class StudentError(Exception):
@@ -77,8 +83,11 @@ class RemoteRef:
 class KernelChannel:
     """Requests to one kernel, all of one test within its time (start_test): then the kernel is interrupted."""
 
-    def __init__(self, kernel_manager, scratch):
+    def __init__(self, kernel_manager, scratch, iopub=None):
         self.km, self.timeout, self.deadline = kernel_manager, 0, 0
+        # What the kernel prints while a test runs goes to the preprocessor's iopub socket, which nobody reads then:
+        # it is read here and dropped as it comes, one message at a time, never left to pile up in the grader.
+        self.iopub = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
         self.client = BlockingKernelClient()
         self.client.load_connection_info(kernel_manager.get_connection_info())
@@ -86,6 +95,7 @@ class KernelChannel:
         self.client.start_channels(iopub=False, hb=False)
         self._slow = {}  # number -> checks.SlowFunction whose results wait for the grader
         self.gone = None  # why the kernel can answer no more, once it cannot
+        self._folders_made = 0  # by the answer being decoded
 
     def close(self):
         self.client.stop_channels()
@@ -114,6 +124,7 @@ class KernelChannel:
             raise StudentError("ValueError", "the kernel's answer does not hold the directories it was given")
         for local, snapshot in zip(mirrors, dirs):
             self._write_snapshot(snapshot, local)
+        self._folders_made = 0
         return self.decode(reply.get("value"))
 
     def _round_trip(self, expression):
@@ -123,6 +134,8 @@ class KernelChannel:
         poller = zmq.Poller()
         poller.register(self.client.shell_channel.socket, zmq.POLLIN)
         poller.register(self.client.stdin_channel.socket, zmq.POLLIN)
+        if self.iopub is not None:
+            poller.register(self.iopub, zmq.POLLIN)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -135,7 +148,9 @@ class KernelChannel:
             events = dict(poller.poll(timeout=min(left, 0.5) * 1000))
             if not events and not run_sync(self.km.is_alive)():
                 self.gone = "the kernel died (it crashed, exited, or ran out of memory)"
-                raise KernelGone(self.gone)
+                raise KernelGone(self.gone, died=True)
+            if self.iopub is not None and self.iopub in events:
+                self._drop_output()
             if self.client.stdin_channel.socket in events:
                 self._answer_input(self.client.stdin_channel.get_msg(timeout=0))
             if self.client.shell_channel.socket in events:
@@ -145,6 +160,13 @@ class KernelChannel:
                 if interrupted:
                     raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader interrupted it")
                 return _read_reply(msg)
+
+    def _drop_output(self):
+        try:
+            for _ in range(1000):  # then back to the shell and stdin sockets; the rest on the next poll
+                self.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            pass
 
     def _answer_input(self, msg):
         """The student's code waits on a result whose readiness the grader controls: wait, then release it."""
@@ -236,6 +258,9 @@ class KernelChannel:
         if tag == "ref":
             return RemoteRef(self, _int(value.get("id")), bool(value.get("callable")), _text(value.get("type"), 100))
         if tag == "path":
+            self._folders_made += 1
+            if self._folders_made > MAX_FOLDERS:
+                raise StudentError("ValueError", f"an answer with more than {MAX_FOLDERS} folders in it")
             local = Path(tempfile.mkdtemp(prefix="read-back-", dir=self.scratch))
             kind = value.get("kind")
             self._write_snapshot({**value, "kind": "dir" if kind == "dir" else kind}, local)
@@ -257,6 +282,7 @@ class KernelChannel:
         if local.exists():
             shutil.rmtree(local)
         local.mkdir(parents=True)
+        written = 0
         for name, data in files.items():
             if snapshot.get("kind") == "file" and name == "":
                 name = _safe_name(snapshot.get("name"))
@@ -264,8 +290,9 @@ class KernelChannel:
             if not parts or Path(str(name)).is_absolute() or ".." in parts:
                 raise StudentError("ValueError", f"a file name outside its directory: {str(name)[:80]!r}")
             content = base64.b64decode(_text(data, MAX_FILE_BYTES * 2), validate=True)
-            if len(content) > MAX_FILE_BYTES:
-                raise StudentError("ValueError", f"a file larger than {MAX_FILE_BYTES} bytes")
+            written += len(content)
+            if len(content) > MAX_FILE_BYTES or written > MAX_SNAPSHOT_BYTES:
+                raise StudentError("ValueError", f"a folder larger than the grader reads ({MAX_SNAPSHOT_BYTES} bytes)")
             target = local.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)

@@ -11,6 +11,7 @@
 Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
 """
 
+import copy
 import os
 import shutil
 import tempfile
@@ -26,6 +27,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
+from perfaudit import checks
 from perfaudit.autograde import canary, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
@@ -88,6 +90,24 @@ class TrustedExecute(Execute):
         super().__init__(*args, **kwargs)
 
     def preprocess(self, nb, resources=None, km=None):
+        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
+        self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
+        self._contract = verdicts.Contract(instructor_notebook(nb, resources, self.config).cells)
+        if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
+            canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
+        submitted = copy.deepcopy(nb)
+        self._retried = False
+        nb, resources = self._run(nb, resources, km)
+        if self._died_unprovoked:
+            self._retried = True  # killed from outside, or the machine's OOM killer chose it: not the student's doing
+            self.log.warning("%s: the kernel died without exceeding its limits; grading the notebook once more",
+                             (resources or {}).get("nbgrader", {}).get("student"))
+            nb, resources = self._run(submitted, resources, km)
+        return nb, resources
+
+    def _run(self, nb, resources, km):
+        """One run of the notebook in a new kernel. Whether a failure before any student code is the environment's
+        is judged after the kernel is gone: nothing the submission started can then weigh on the judgement."""
         self._deadline = time.monotonic() + self.notebook_timeout
         self._stopped = None  # why the rest of the notebook is not run, once something stopped it
         self._output_bytes = 0
@@ -96,15 +116,13 @@ class TrustedExecute(Execute):
             (resources or {}).get("metadata", {}).get("path")
         self._channel = self._namespace = self._km = None
         self._student_code_ran = False  # until then, an error is the environment's, unless the canary passes
+        self._unfilled = []  # grade ids of solution cells that raised NotImplementedError: not filled in yet
         self._kernel_up = False
-        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
-        self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
-        self._contract = verdicts.Contract(instructor_notebook(nb, resources, self.config).cells)
-        if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
-            canary.check_once_per_process(self._notebook, self.config)
+        self._suspect = None  # what failed before any student code ran, to be judged once the kernel is gone
+        self._died_unprovoked = False
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
-            return super().preprocess(nb, resources, km)
+            nb, resources = super().preprocess(nb, resources, km)
         except sandbox.SandboxUnavailable:
             raise
         except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
@@ -115,14 +133,17 @@ class TrustedExecute(Execute):
             for cell in nb.cells:
                 if cell.cell_type == "code":
                     cell.outputs = [not_run_error(f"not run: {why}")]
-            return nb, resources
         finally:
             if self._channel is not None:
                 self._channel.close()
             shutil.rmtree(self._scratch, ignore_errors=True)
+            checks.remove_test_folders()  # what tests made and the kernel's answers filled: gone with the notebook
             raw = getattr(self._km, "raw_output", None)
             if raw:  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
+        if self._suspect is not None:
+            self._judge(self._suspect)
+        return nb, resources
 
     def _is_instructors(self, cell):
         """Whether the cell is the instructor's, as the gradebook holds it (always so outside autograde)."""
@@ -132,14 +153,24 @@ class TrustedExecute(Execute):
         return grade_id in self._instructor and cell.source == self._instructor[grade_id]
 
     def _blame(self, what):
-        """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution fails
-        too, now. Otherwise it came from the submission (a jax.py of its own, say), which is graded as it is."""
+        """Note what failed before any student code ran; _judge decides whose fault it was once the kernel is gone."""
+        self._suspect = self._suspect or what
+
+    def _judge(self, what):
+        """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution, with the
+        instructor's files, in a new sandbox, fails too, now. Otherwise it came from the submission (a jax.py or a
+        perfaudit/ of its own, processes it left), which is graded as it is."""
         if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
             return
-        if not canary.still_sound(self._notebook, self.config):
+        if not canary.still_sound(self._notebook, self.config, TrustedExecute):
             raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
                                                  "the same way now. Fix the environment and grade again.")
         self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
+
+    def _kernel_died(self):
+        """The kernel is dead: unprovoked unless the submission's processes went over their memory limit."""
+        limit = getattr(self._km, "memory_limit", None)
+        self._died_unprovoked = not self._retried and not (limit is not None and limit.exceeded())
 
     def create_kernel_manager(self):
         km = self._km = super().create_kernel_manager()
@@ -189,11 +220,14 @@ class TrustedExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
+            if error is not None and utils.is_solution(cell) and error.get("ename") == "NotImplementedError":
+                self._unfilled.append(str(cell.metadata.get("nbgrader", {}).get("grade_id", index))[:60])
             if error is not None and not self._student_code_ran:
                 self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
                             f"failed before any student code ran ({error.ename}: {error.evalue})")
             return cell, resources
         except DeadKernelError:
+            self._kernel_died()
             if not self._student_code_ran:
                 self._blame("the kernel died in an instructor's cell before any student code ran")
             self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
@@ -206,7 +240,7 @@ class TrustedExecute(Execute):
     def _run_test(self, cell, resources):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
         if self._channel is None:
-            self._channel = KernelChannel(self.km, self._scratch)
+            self._channel = KernelChannel(self.km, self._scratch, iopub=self.kc.iopub_channel.socket)
             try:
                 self._namespace = verdicts.StudentNamespace(self._channel, self._contract)
             except Exception as error:  # noqa: BLE001 - the instructor's imports: never the student's doing
@@ -216,8 +250,10 @@ class TrustedExecute(Execute):
         self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:
-            cell.outputs = verdicts.run_test(cell.source, self._namespace)
+            cell.outputs = verdicts.run_test(cell.source, self._namespace, unfilled=self._unfilled)
         except KernelGone as gone:
+            if gone.died:
+                self._kernel_died()
             cell.outputs = []
             self._stop(cell, resources, f"{gone} while the grader ran this test", f"{gone} in an earlier cell")
         return cell, resources

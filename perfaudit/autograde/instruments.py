@@ -181,7 +181,8 @@ class HeldResult:
 
     def block_until_ready(self):
         if not self._ready:
-            self._inner.block_until_ready()
+            if hasattr(self._inner, "block_until_ready"):
+                self._inner.block_until_ready()
             self._wait()
             self._ready = True
         return self
@@ -228,6 +229,13 @@ class HeldResult:
 
     def __bool__(self):
         return bool(self._value())
+
+
+def placeholder():
+    """What a result with no computation behind it holds (a test's stand-in for a slow function)."""
+    import numpy as np
+
+    return np.zeros((1, 1), dtype=np.float32)
 
 
 def _arithmetic(name):

@@ -74,6 +74,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     limits = None  # SandboxLimits
     raw_output = None  # RawOutput, once started
     memory_limit = None  # memory.MemoryLimit, once started
+    _kernels_started = 0  # in this process: each kernel's sandbox gets a uid of its own (sandbox.sandbox_uid)
 
     async def start_kernel(self, **kw):
         sandbox.require()  # before anything is made: a clear refusal, not a failed launch
@@ -91,9 +92,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.ip = os.path.join(self._private, "kernel")  # sockets are <ip>-<n>
         self.connection_file = os.path.join(self._private, "kernel.json")
         self._sandboxed = sandbox.available()[0]
+        SandboxedKernelManager._kernels_started += 1
+        self.uid = sandbox.sandbox_uid(SandboxedKernelManager._kernels_started)
         if self._sandboxed:
             kw["cwd"] = self._private  # bwrap's own; the kernel starts in its scratch folder
-            _hand_to_sandbox_user(self._private, self._staged)
+            _hand_to_sandbox_user(self._private, self._staged, self.uid)
         else:  # running unsandboxed, as asked: in a copy of the submission all the same
             kw["cwd"] = self._staged
         try:
@@ -108,7 +111,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             kernel_cmd = self._sandbox_connection_file(kernel_cmd)
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below
             kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
-                                         limits=self.limits, env=env)
+                                         limits=self.limits, env=env, uid=self.uid)
         else:
             kw["env"] = sandbox.unsandboxed_env(env)
             kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
@@ -131,7 +134,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         with open(inside, "w") as handle:
             json.dump(info, handle)
         if os.geteuid() == 0:
-            os.chown(inside, sandbox.sandbox_uid(), sandbox.sandbox_uid())
+            os.chown(inside, self.uid, self.uid)
         return [f"{sandbox.KERNEL_DIR}/kernel-inside.json" if part == self.connection_file else part
                 for part in kernel_cmd]
 
@@ -150,11 +153,10 @@ class SandboxedKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources  # what nbclient calls after a kernel died
 
 
-def _hand_to_sandbox_user(private, staged):
+def _hand_to_sandbox_user(private, staged, uid):
     """As root: the sandbox's user writes the private folder (its sockets) and reads the staged submission."""
     if os.geteuid() != 0:
         return
-    uid = sandbox.sandbox_uid()
     os.chown(private, uid, uid)
     os.chmod(private, 0o700)
     for root, dirs, files in os.walk(staged):

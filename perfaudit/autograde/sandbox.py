@@ -111,9 +111,11 @@ def status(limits):
     return f"NO SANDBOX: {detail}; grading refuses to run student code"
 
 
-def sandbox_uid():
-    """The unprivileged uid student code runs as when the grader is root (one per grading process)."""
-    return SANDBOX_UID_BASE + os.getpid()
+def sandbox_uid(kernel=0):
+    """The unprivileged uid student code runs as when the grader is root: one per kernel a grading process starts
+    (`kernel`, counted by the kernel manager), so processes a submission leaves behind never share RLIMIT_NPROC with
+    the next kernel, the instructor's solution checked after it included."""
+    return SANDBOX_UID_BASE + (os.getpid() % 2**22) * 256 + kernel % 256
 
 
 def _readable_paths():
@@ -195,10 +197,19 @@ SCRATCH = HOME + "/work"
 SUBMISSION = HOME + "/submission"
 KERNEL_DIR = "/run/kernel"
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
+def _instructor_only_files():
+    """Files of the course package that hold answers (perfaudit/answers.py): hidden tests use them in the grader
+    only, so in the sandbox they read as empty."""
+    import perfaudit
+
+    package = Path(perfaudit.__file__).resolve().parent
+    return [str(path) for path in (package / "answers.py",) if path.is_file()]
+
+
 _ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
 
 
-def command(argv, *, submission, private, limits, env=None):
+def command(argv, *, submission, private, limits, env=None, uid=None):
     """The argv that runs argv in the sandbox, with env and nothing else from here.
 
     submission: the grader's staged copy of the student's regular files, seen read-only and copied into the
@@ -233,13 +244,15 @@ def command(argv, *, submission, private, limits, env=None):
     args += _parents_world_searchable(readable, made=set())
     for path in readable:
         args += ["--ro-bind", path, path]
+    for path in _instructor_only_files():  # in the package folder, but never the student's to read
+        args += ["--ro-bind", "/dev/null", path]
     args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
     args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():
         args += ["--setenv", key, value]
     args += ["--", *prlimit(limits)]
     if as_root:
-        uid = str(sandbox_uid())
+        uid = str(sandbox_uid() if uid is None else uid)
         args += [shutil.which("setpriv") or "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups",
                  "--no-new-privs", "--"]
     return [*args, "/bin/sh", "-c", _ENTER_SCRATCH, "sh", *argv]

@@ -168,8 +168,9 @@ def error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_test(source, namespace):
-    """The outputs of one test cell run here. KernelGone propagates: the notebook stops there."""
+def run_test(source, namespace, unfilled=()):
+    """The outputs of one test cell run here. KernelGone propagates: the notebook stops there. `unfilled`: grade ids
+    of solution cells not filled in yet, named first in a failure's message (the likely reason)."""
     printed = io.StringIO()
     failure = None
     scratch = os.path.realpath(namespace.channel.scratch)
@@ -193,6 +194,11 @@ def run_test(source, namespace):
         failure = error_output(type(error).__name__, str(error))
     finally:
         _open_roots.reset(token)
+    if failure is not None and unfilled:
+        cells = ", ".join(f"'{name}'" for name in unfilled)
+        failure.evalue = printable(f"fill in the cell{'s' if len(unfilled) > 1 else ''} {cells} first (not filled in "
+                                   f"yet: NotImplementedError). {failure.evalue}")
+        failure.traceback = [f"{failure.ename}: {failure.evalue}"]
     outputs = []
     if printed.getvalue():
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=printable(printed.getvalue())))

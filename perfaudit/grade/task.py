@@ -23,6 +23,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit.autograde import canary, sandbox, submission
+from perfaudit.autograde.execute import TrustedExecute
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import gradebook, worker
 
@@ -123,7 +124,7 @@ def _canary_failure(root, spec, settings):
     config = worker.course_config(root, {**settings, "CourseDirectory.assignment_id": spec["assignment"]})
     try:
         for notebook in spec["notebooks"]:
-            canary.check_once_per_process(notebook, config)
+            canary.check_once_per_process(notebook, config, TrustedExecute)
     except canary.GradingEnvironmentError as error:
         return str(error)
     return None

@@ -159,8 +159,16 @@ def test_the_kernel_works_in_a_scratch_copy_that_the_grader_never_opens(probes):
     assert results["own_folder"].strip() == "the student's own file"  # the submission's files are there
     assert not (workdir / "written.txt").exists()  # what it wrote vanished with the sandbox
     assert sorted(p.name for p in workdir.iterdir()) == ["given.txt"]
-    if os.geteuid() == 0:  # root's kernel runs as an unprivileged uid of its own
-        assert int(results["uid"]) == sandbox.sandbox_uid()
+    if os.geteuid() == 0:  # root's kernel runs as an unprivileged uid of its own, one per kernel started
+        assert int(results["uid"]) != os.geteuid()
+        assert sandbox.sandbox_uid(0) <= int(results["uid"]) < sandbox.sandbox_uid(0) + 256
+
+
+def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
+    """Processes a submission leaves behind never count against the next kernel's process limit."""
+    uids = {sandbox.sandbox_uid(kernel) for kernel in range(1, 256)}
+    assert len(uids) == 255 and all(uid > sandbox.SANDBOX_UID_BASE for uid in uids)
+    assert max(uids) < 2**32 - 1
 
 
 @needs_bubblewrap
