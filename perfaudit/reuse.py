@@ -69,6 +69,12 @@ def notebook(filename, where=None):
         )
     module = _Notebook(Path(filename).stem.replace("-", "_"))
     module._filename, module._unfilled = filename, []
+    try:  # what a translated magic calls, as in the notebook itself
+        from IPython import get_ipython
+
+        module.get_ipython = get_ipython
+    except ImportError:
+        pass
     for cell in _cells(path):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.cell_type != "code" or not (meta.get("grade_id") == SETUP or meta.get("solution")):

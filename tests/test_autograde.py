@@ -10,7 +10,7 @@ from perfaudit import ASSIGNMENT, course
 from perfaudit.fixtures import samples
 
 NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-FULL = {NB1: 5, NB2: 6, NB3: 4, NB4: 5}  # NB2: traces 3, JAXPR 1, predictions 2; NB4: audit 3, going further 2
+FULL = {NB1: 5, NB2: 6, NB3: 4, NB4: 5}  # NB2: traces 3, JAXPR 1, predictions 2; NB4: audit 3, stages 1, their report 1
 
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.
 EXPECTED = {
@@ -21,7 +21,7 @@ EXPECTED = {
     "stage1-unsynchronized-clock": {**FULL, NB1: 3},  # loses both claims a synchronized clock makes: sync, first call
     "stage2-forgot-jit": {**FULL, NB2: 3},  # 4 traces, retraces on repeats; the JAXPR and the predictions count
     "stage3-memory-claimed": {**FULL, NB3: 2},  # fails the schema and the scope test
-    "stage4-flops-forgot-factor-two": {**FULL, NB4: 4},  # loses the going-further cost test only
+    "stage4-stages-in-milliseconds": {**FULL, NB4: 4},  # loses the stages test only
 }
 
 

@@ -1,0 +1,146 @@
+"""Notebook 4's own stage timing (perfaudit/stages.py) and its reuse of notebook 3 (perfaudit/reuse.py).
+
+Relations only: a part must cover what JAX reported for that stage during the call and fit in the call; no time is
+compared with a fixed number.
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import nbformat
+import numpy as np
+import pytest
+
+from perfaudit import checks, decompose, paths, reuse, stages
+from perfaudit.fixtures import samples
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def time_stages(jitted, x, steady_runs=20):
+    trace_s_, traced = _timed(lambda: jitted.trace(x))[::-1]
+    lower_s_, lowered = _timed(traced.lower)[::-1]
+    compile_s_, compiled = _timed(lowered.compile)[::-1]
+    runs = [_timed(lambda: compiled(x).block_until_ready())[1] for _ in range(steady_runs + 1)]
+    return {"trace_s": trace_s_, "lower_s": lower_s_, "compile_s": compile_s_, "first_run_s": runs[0],
+            "steady_run_s": runs[1:]}
+
+
+def as_arrays(jitted, x, steady_runs=20):
+    """The same, written another way: a NumPy array of runs, np.float64 parts, a warm-up compile first."""
+    jax.jit(lambda v: v + 1).trace(np.float32(1)).lower().compile()
+    found = time_stages(jitted, x, steady_runs)
+    return {**{k: np.float64(v) for k, v in found.items() if k != "steady_run_s"},
+            "steady_run_s": np.asarray(found["steady_run_s"])}
+
+
+def in_milliseconds(jitted, x, steady_runs=20):
+    found = time_stages(jitted, x, steady_runs)
+    return {k: [s * 1e3 for s in v] if k == "steady_run_s" else v * 1e3 for k, v in found.items()}
+
+
+def compile_left_out(jitted, x, steady_runs=20):
+    """Times the trace and lowering, then compiles off the clock and reports a made-up compile time."""
+    found = time_stages(jitted, x, steady_runs)
+    return {**found, "compile_s": 1e-6}
+
+
+def never_compiles(jitted, x, steady_runs=20):
+    return {"trace_s": 1e-4, "lower_s": 1e-4, "compile_s": 1e-4, "first_run_s": 1e-4,
+            "steady_run_s": [1e-5] * steady_runs}
+
+
+@pytest.mark.parametrize("honest", [time_stages, as_arrays])
+def test_time_stages_written_honestly_passes(honest):
+    checks.check_time_stages(honest)
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (in_milliseconds, "Milliseconds instead of seconds"),
+    (compile_left_out, "compile_s is"),
+    (never_compiles, "never compiled"),
+])
+def test_time_stages_not_measured_fails_with_what_was_found(wrong, message):
+    with pytest.raises(AssertionError, match=message):
+        checks.check_time_stages(wrong)
+
+
+@pytest.mark.parametrize("found, message", [
+    ([], "should return a dict"),
+    ({"trace_s": 1.0}, "lower_s, compile_s, first_run_s, steady_run_s are missing"),
+    ({"trace_s": 1, "lower_s": 1.0, "compile_s": 1.0, "first_run_s": 1.0, "steady_run_s": [1.0]}, "found int 1"),
+    ({"trace_s": 1.0, "lower_s": 1.0, "compile_s": 1.0, "first_run_s": 1.0, "steady_run_s": [1.0] * 3},
+     "sequence of 5 timings in seconds, one per steady run of the compiled program; it holds 3"),
+])
+def test_stage_self_check_names_what_it_found(found, message):
+    with pytest.raises(AssertionError, match=message):
+        stages.check_stages(found, 5)
+
+
+def test_the_decomposition_takes_its_aot_column_from_the_students_function():
+    calls = []
+
+    def recording(jitted, x, steady_runs):
+        calls.append(steady_runs)
+        return time_stages(jitted, x, steady_runs)
+
+    first = decompose.first_call(lambda x: jnp.tanh(x @ x), jax.device_put(np.eye(16, dtype=np.float32)), rounds=1,
+                                 one_time_lowering=False, time_stages=recording)
+    assert calls == [decompose.STEADY_RUNS]
+    aot = first["decomposition"]["aot"]
+    assert aot["steady_run_median_s"] > 0 and aot["sum_s"] == pytest.approx(
+        sum(aot[k] for k in ("trace_s", "lower_s", "compile_s", "first_run_s")))
+    assert "stablehlo.dot_general" in first["stablehlo_text"]
+
+
+def _notebook_3(folder, sample="correct", extra=None):
+    nb = samples.submission(samples.SAMPLES[sample], 3)
+    for grade_id, code in (extra or {}).items():
+        next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id).source = code
+    nbformat.write(nb, folder / paths.STAGES[3])
+
+
+def test_reuse_runs_the_setup_and_the_filled_in_cells_only(tmp_path):
+    _notebook_3(tmp_path)
+    module = reuse.notebook(paths.STAGES[3], tmp_path)
+    assert callable(module.gather_evidence) and callable(module.write_evidence)
+    assert "evidence" not in vars(module) and "written" not in vars(module)  # the measuring cell did not run
+
+
+def test_reuse_translates_magics(tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    InteractiveShell.instance()  # a shell, as in a kernel: the translated magic runs in it
+    solution = samples.instructor_solution(next(
+        c for c in notebooks_cells(paths.SOURCE / paths.STAGES[3]) if c.metadata["nbgrader"].get("grade_id") ==
+        "write_evidence"))
+    _notebook_3(tmp_path, extra={"write_evidence": "%time _ = 1\n" + solution})
+    assert callable(reuse.notebook(paths.STAGES[3], tmp_path).write_evidence)
+
+
+def notebooks_cells(path):
+    return [c for c in nbformat.read(path, as_version=4).cells if c.get("metadata", {}).get("nbgrader")]
+
+
+def test_reuse_says_when_notebook_3_is_missing(tmp_path):
+    with pytest.raises(reuse.NotebookNotFound, match="03-evidence.ipynb, which should be in the same folder"):
+        reuse.notebook(paths.STAGES[3], tmp_path)
+
+
+def test_reuse_names_the_cell_still_to_fill_in(tmp_path):
+    _notebook_3(tmp_path, sample="untouched")
+    module = reuse.notebook(paths.STAGES[3], tmp_path)
+    with pytest.raises(AttributeError, match="gather_evidence, write_evidence still hold `raise NotImplementedError"):
+        module.gather_evidence  # noqa: B018
+
+
+def test_reuse_reads_the_folder_the_checker_names(tmp_path, monkeypatch):
+    _notebook_3(tmp_path)
+    monkeypatch.setenv(reuse.FOLDER_ENV, str(tmp_path))
+    assert reuse.folder() == tmp_path
+    assert callable(reuse.notebook(paths.STAGES[3]).gather_evidence)
