@@ -13,6 +13,10 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedb
 c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE\nraise NotImplementedError("Fill in this cell, then run the notebook again.")'
 }
+# Answer keys to the notebooks' read-and-explain questions sit in plain markdown cells, between ### BEGIN SOLUTION and
+# ### END SOLUTION: the release shows "YOUR ANSWER HERE" instead. nbgrader takes an ungraded solution cell only as
+# code (a markdown one must carry points), so such regions are allowed outside solution cells.
+c.ClearSolutions.enforce_metadata = False
 # Validate (button and command) reports every failing cell, the unfilled solution cell's NotImplementedError
 # first, not only the graded cells' NameErrors that follow from it.
 c.Validator.validate_all = True
