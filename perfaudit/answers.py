@@ -82,3 +82,26 @@ def first_call_of(rng=None):
                            "    %0 = stablehlo.dot_general %arg0, %arg0 : tensor<16x16xf32>\n"
                            f"    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }}\n}}\n// {rng.integers(1 << 62):x}\n"),
     }
+
+
+def time_stages(jitted, x, steady_runs=20):
+    """Notebook 4's time_stages as the instructor writes it: trace, lower, compile, the first and the steady runs of
+    the compiled program, each timed on its own, synchronized (perfaudit.decompose uses it without a student's)."""
+    import time
+
+    start = time.perf_counter()
+    traced = jitted.trace(x)
+    trace_s = time.perf_counter() - start
+    start = time.perf_counter()
+    lowered = traced.lower()
+    lower_s = time.perf_counter() - start
+    start = time.perf_counter()
+    compiled = lowered.compile()
+    compile_s = time.perf_counter() - start
+    runs = []
+    for _ in range(steady_runs + 1):
+        start = time.perf_counter()
+        compiled(x).block_until_ready()
+        runs.append(time.perf_counter() - start)
+    return {"trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s, "first_run_s": runs[0],
+            "steady_run_s": runs[1:]}

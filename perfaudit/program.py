@@ -19,13 +19,13 @@ def stages(fn, x):
     import jax
 
     lowered = jax.jit(fn).lower(x)
-    compiled = lowered.compile()
+    executable = lowered.compile()
     texts = {
         "jaxpr": str(jax.make_jaxpr(fn)(x)),
         "stablehlo": lowered.as_text(),
-        "optimized_hlo": optimized_hlo(compiled.as_text()),
+        "optimized_hlo": optimized_hlo(executable.as_text()),
     }
-    return texts, compiled
+    return texts, executable
 
 
 def optimized_hlo(text):
