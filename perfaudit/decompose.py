@@ -93,11 +93,11 @@ def warm_up_lowering():
 
     lower_s = []
     for tiny in (lambda v: v + 1, lambda v: v * 2):
-        traced = jax.jit(tiny).trace(np.float32(1))
+        tiny_traced = jax.jit(tiny).trace(np.float32(1))
         start = time.perf_counter()
-        lowered = traced.lower()
+        tiny_lowered = tiny_traced.lower()
         lower_s.append(_seconds_since(start))
-        lowered.compile()(np.float32(1)).block_until_ready()
+        tiny_lowered.compile()(np.float32(1)).block_until_ready()
     return {"first_lower_s": lower_s[0], "second_lower_s": lower_s[1]}
 
 
