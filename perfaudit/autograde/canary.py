@@ -13,6 +13,7 @@ The pipeline is handed in (`pipeline`: TrustedExecute, by execute.py itself and 
 preprocessor runs the canary, so the canary does not import the preprocessor back.
 """
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -60,6 +61,8 @@ def _graded(path, config, pipeline):
     package it cannot import, say) is the environment's fault too: GradingEnvironmentError, never a traceback."""
     try:
         with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
+            for sibling in path.parent.glob("*.ipynb"):  # as a submission holds them: notebook 4 reads notebook 3
+                shutil.copy(sibling, folder)
             execute = pipeline(config=config, canary=False)
             nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
     except Exception as error:  # noqa: BLE001 - whatever it is, it is not a student's doing
