@@ -20,7 +20,8 @@ EXPECTED = {
     "stage1-hardcoded-identity": {**FULL, NB1: 4},  # loses the random-input test only
     "stage1-unsynchronized-clock": {**FULL, NB1: 3},  # loses both claims a synchronized clock makes: sync, first call
     "stage2-forgot-jit": {**FULL, NB2: 3},  # 4 traces, retraces on repeats; the JAXPR and the predictions count
-    "stage3-memory-claimed": {**FULL, NB3: 2},  # fails the schema and the scope test
+    # fails the schema and the scope test; notebook 4's audit reuses that write_evidence and loses its 3 points too
+    "stage3-memory-claimed": {**FULL, NB3: 2, NB4: 2},
     "stage4-stages-in-milliseconds": {**FULL, NB4: 4},  # loses the stages test only
 }
 
