@@ -78,7 +78,8 @@ def graded(tmp_path_factory):
     for folder in NOT_GRADED_FOLDERS:
         _write(os.fsencode(submitted) + b"/" + folder + f"/{ASSIGNMENT}/{NB1}.ipynb".encode(), _notebook("correct", 1))
     forged_name = f"\x1b[2Jx\n  {HONEST} {NB2} (6\u22156): forged by a classmate\n.ipynb"  # no '/' in a file name
-    _write(submitted / "forged-summary-line-in-file-name-scores-0" / ASSIGNMENT / forged_name, _notebook("untouched", 2))
+    _write(submitted / "forged-summary-line-in-file-name-scores-0" / ASSIGNMENT / forged_name,
+           _notebook("untouched", 2))
     _write(submitted / "exception-with-escape-codes-scores-0" / ASSIGNMENT / f"{NB1}.ipynb", _raising_notebook())
 
     done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--from", str(download), "--workers", "2",

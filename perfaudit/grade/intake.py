@@ -173,7 +173,8 @@ def lms_fields(entry, notebooks):
         raise NotPlaced(f"inside a folder in {parts[0]}/: only the files at the top of a participant's folder are "
                         "placed")
     elif len(parts) > 1:
-        raise NotPlaced("the name fits neither Canvas's nor Moodle's pattern")
+        raise NotPlaced("the name fits neither Canvas's nor Moodle's pattern at the top of the download (if the "
+                        "LMS's files are inside another folder, give intake that folder)")
     else:  # a flat name: the two prefixes cannot both fit (Canvas's id is followed by digits, Moodle's by a word)
         matches = [(lms, p.match(parts[0])) for lms, p in (("moodle", MOODLE), ("canvas", CANVAS))]
         lms, found = next(((lms, m) for lms, m in matches if m and m["file"]), (None, None))
