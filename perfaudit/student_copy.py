@@ -55,12 +55,20 @@ def public_modules(release=paths.RELEASE):
     modules = set()
     while wanted:
         name = wanted.pop()
-        path = PACKAGE / f"{name}.py"
-        if name in modules or name in INSTRUCTOR_ONLY or not path.is_file():  # a constant, a package, or secret
+        if name in modules or name in INSTRUCTOR_ONLY or not module_files(name):  # a constant, or secret
             continue
         modules.add(name)
-        wanted += _imports(path)
+        for path in module_files(name):
+            wanted += _imports(path)
     return sorted(modules)
+
+
+def module_files(name):
+    """The files of perfaudit.<name>: a module's file, or every module of a package (shipped whole)."""
+    path = PACKAGE / f"{name}.py"
+    if path.is_file():
+        return [path]
+    return sorted((PACKAGE / name).glob("*.py")) if (PACKAGE / name / "__init__.py").is_file() else []
 
 
 def files(release=paths.RELEASE):
@@ -69,8 +77,10 @@ def files(release=paths.RELEASE):
     chosen["requirements-cpu.txt"] = paths.ROOT / "requirements-cpu.txt"
     for notebook in sorted(Path(release).glob("*.ipynb")):
         chosen[f"notebooks/{ASSIGNMENT}/{notebook.name}"] = notebook
-    for name in ["__init__", *public_modules(release)]:
-        chosen[f"perfaudit/{name}.py"] = PACKAGE / f"{name}.py"
+    chosen["perfaudit/__init__.py"] = PACKAGE / "__init__.py"
+    for name in public_modules(release):
+        for path in module_files(name):
+            chosen[path.relative_to(PACKAGE.parent).as_posix()] = path
     chosen["perfaudit/report.schema.json"] = paths.SCHEMA
     for config in sorted((PACKAGE / "student_lab").rglob("*.json")):
         chosen[config.relative_to(PACKAGE.parent).as_posix()] = config

@@ -104,3 +104,24 @@ def test_a_roster_with_several_assignments_needs_the_column_named(course, tmp_pa
         export.export("canvas", course, roster, out_dir=tmp_path)
     done = export.export("canvas", course, roster, column="Audit (1)", out_dir=tmp_path)
     assert _rows(done.grades) == [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Audit (1)"]]
+
+
+def test_an_lms_id_two_graded_students_share_is_exported_for_neither(tmp_path):
+    """A folder named like a classmate's Canvas id (no intake record: its id is read from its name) never takes the
+    classmate's row, and a student id made to forge lines is shown escaped, on one line."""
+    roster = tmp_path / "canvas.csv"
+    roster.write_text(CANVAS_ROSTER, encoding="utf-8")
+    record = {"doejane_12345": {"lms": "canvas", "name": "doejane", "id": "12345", "submission": "5001", "late": False}}
+    forger = "x\n  NOT IN ROSTER doejane_12345: 20/20 not exported\x1b[2J"
+    grades = {"doejane_12345": (5.0, 20.0), "takes-jane-s-row_12345": (20.0, 20.0), "roefrank_222": (3.0, 20.0),
+              forger: (1.0, 20.0)}
+    text, lines = export.canvas(roster, grades, record)
+    assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "20", "", "3", ""]
+    assert lines == [
+        "1 of 4 graded students matched to 4 roster rows",
+        "  SAME LMS ID 12345 for doejane_12345, takes-jane-s-row_12345: not exported for any of them; rename the "
+        "folder that is not this student's and grade it again",
+        "  NOT IN ROSTER doejane_12345: 5/20 not exported",
+        "  NOT IN ROSTER takes-jane-s-row_12345: 20/20 not exported",
+        "  NOT IN ROSTER x\\n  NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
+    ]

@@ -135,3 +135,214 @@ def test_a_zip_entry_s_time_is_read_in_this_machine_s_zone(tmp_path, monkeypatch
         time.tzset()
     stamp = tmp_path / "submitted" / "doejane_12345" / ASSIGNMENT / "timestamp.txt"
     assert stamp.read_text() == "2025-01-15 14:30:00.000000 UTC"  # 9:30 in New York, winter time
+
+
+# Hostile names. Each entry of the download -> where it must land (student, file), or None: placed nowhere.
+HONEST_JANE = "Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb"
+CROSSING_INTO_A_CLASSMATE = {
+    HONEST_JANE: ("jane-doe_777", "01-first-call-vs-steady.ipynb"),
+    "Mallory Roe_999_assignsubmission_file_/02-retracing.ipynb": ("mallory-roe_999", "02-retracing.ipynb"),
+    # Folders Mallory made inside her own, named like Jane's participant folder or a Canvas prefix.
+    "Mallory Roe_999_assignsubmission_file_/Jane Doe_777_assignsubmission_file_/jax.py": None,
+    "Mallory Roe_999_assignsubmission_file_/Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": None,
+    "Mallory Roe_999_assignsubmission_file_/notes/Jane Doe_777_assignsubmission_file_02-retracing.ipynb": None,
+    "Mallory Roe_999_assignsubmission_file_/notes/doejane_12345_1_02-retracing.ipynb": None,
+    # A file of hers named like Jane's flat entry: hers, under that name.
+    "Mallory Roe_999_assignsubmission_file_Jane Doe_777_assignsubmission_file_03-evidence.ipynb": (
+        "mallory-roe_999", "Jane Doe_777_assignsubmission_file_03-evidence.ipynb"),
+}
+
+
+def _download(tmp_path, form, contents):
+    """The entries {name: bytes} as an LMS download: a folder, or a zip of it."""
+    folder = tmp_path / "download"
+    _write(folder, contents)
+    if form == "folder":
+        return folder
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        for entry, data in contents.items():
+            handle.writestr(entry, data)
+    return archive
+
+
+def _files(submitted):
+    """{student: sorted names in their assignment folder}: everything intake wrote."""
+    return {folder.name: sorted(p.name for p in (folder / ASSIGNMENT).iterdir())
+            for folder in sorted(submitted.iterdir()) if folder.is_dir()}
+
+
+def _assert_landed(report, submitted, contents, expected):
+    placed = {}
+    for entry, target in expected.items():
+        if target is None:
+            assert entry in [e for e, _ in report.unattributed], entry
+        else:
+            assert (submitted / target[0] / ASSIGNMENT / target[1]).read_bytes() == contents[entry]
+            placed.setdefault(target[0], []).append(target[1])
+    assert _files(submitted) == {s: sorted(names + ["submission_secret.txt", "timestamp.txt"])
+                                 for s, names in placed.items()}
+
+
+@pytest.mark.parametrize("form", ["folder", "zip"])
+def test_a_participant_s_folder_never_writes_into_a_classmate_s(tmp_path, form):
+    contents = {entry: f"file {i}".encode() for i, entry in enumerate(CROSSING_INTO_A_CLASSMATE)}
+    download = _download(tmp_path, form, contents)
+    report = intake.sort_into_submitted(download, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS | {"03-evidence.ipynb"})
+    _assert_landed(report, tmp_path / "submitted", contents, CROSSING_INTO_A_CLASSMATE)
+    assert ("Mallory Roe_999_assignsubmission_file_/Jane Doe_777_assignsubmission_file_/jax.py: inside a folder in "
+            "Mallory Roe_999_assignsubmission_file_/: only the files at the top") in report.report()
+
+
+ONLY_NOTEBOOKS = {
+    "doejane_12345_1_01-first-call-vs-steady.ipynb": ("doejane_12345", "01-first-call-vs-steady.ipynb"),
+    "doejane_12345_2_jax.py": None,
+    "doejane_12345_3_sitecustomize.py": None,
+    "doejane_12345_4_timestamp.txt": None,
+    "doejane_12345_5_notes (1).ipynb": ("doejane_12345", "notes (1).ipynb"),  # a notebook: diagnosed later
+    "Ana Lopez_777_assignsubmission_file_/numpy.py": None,
+    "Ana Lopez_777_assignsubmission_file_/02-retracing.ipynb": ("ana-lopez_777", "02-retracing.ipynb"),
+    "Ana Lopez_777_assignsubmission_onlinetext_/onlinetext.html": None,
+}
+
+
+def test_only_notebooks_are_placed(tmp_path):
+    contents = {entry: f"file {i}".encode() for i, entry in enumerate(ONLY_NOTEBOOKS)}
+    report = intake.sort_into_submitted(_download(tmp_path, "folder", contents), tmp_path / "submitted", ASSIGNMENT,
+                                        NOTEBOOKS)
+    _assert_landed(report, tmp_path / "submitted", contents, ONLY_NOTEBOOKS)
+    assert "NOT PLACED doejane_12345_2_jax.py: not a notebook, so not placed for doejane_12345" in report.report()
+
+
+def test_a_student_folder_two_lms_names_claim_gets_nothing(tmp_path):
+    claimed_twice = {
+        "Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": None,
+        "JANE DOE_777_assignsubmission_file_/02-retracing.ipynb": None,  # the same folder, jane-doe_777
+        "Doe_42_assignsubmission_file_01-first-call-vs-steady.ipynb": None,
+        "doe_42_5001_02-retracing.ipynb": None,  # Canvas's doe_42 and Moodle's Doe_42: one folder, two people
+        "Bo Li_888_assignsubmission_file_/01-first-call-vs-steady.ipynb": (
+            "bo-li_888", "01-first-call-vs-steady.ipynb"),
+    }
+    contents = {entry: f"file {i}".encode() for i, entry in enumerate(claimed_twice)}
+    report = intake.sort_into_submitted(_download(tmp_path, "folder", contents), tmp_path / "submitted", ASSIGNMENT,
+                                        NOTEBOOKS)
+    _assert_landed(report, tmp_path / "submitted", contents, claimed_twice)
+    assert ("the folder jane-doe_777 is claimed by more than one LMS name (moodle 'JANE DOE' id 777; moodle "
+            "'Jane Doe' id 777, counting earlier intakes): nothing placed for it") in report.report()
+
+
+def test_a_later_download_cannot_claim_a_folder_an_earlier_one_filled(tmp_path):
+    submitted = tmp_path / "submitted"
+    first = {"Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": b"Jane's"}
+    intake.sort_into_submitted(_download(tmp_path / "first", "folder", first), submitted, ASSIGNMENT, NOTEBOOKS)
+    second = {"Jane.Doe_777_assignsubmission_file_/02-retracing.ipynb": b"someone else's"}
+    report = intake.sort_into_submitted(_download(tmp_path / "second", "folder", second), submitted, ASSIGNMENT,
+                                        NOTEBOOKS)
+    assert _files(submitted) == {"jane-doe_777": ["01-first-call-vs-steady.ipynb", "submission_secret.txt",
+                                                  "timestamp.txt"]}
+    assert "is claimed by more than one LMS name (moodle 'Jane Doe' id 777; moodle 'Jane.Doe' id 777" in report.report()
+    assert intake.lms_record(submitted)["jane-doe_777"]["name"] == "Jane Doe"
+
+
+def _report_lines_are_the_tool_s_own(report):
+    """One line per thing intake says, each printable text: nothing from a name can start a line or colour one."""
+    text = report.report()
+    text.encode("utf-8")  # a name that is not UTF-8 reaches the terminal escaped, never as a surrogate
+    lines = text.split("\n")
+    assert len(lines) == 1 + sum(r["late"] for r in report.students.values()) + len(report.unattributed)
+    assert all(char.isprintable() for line in lines for char in line), text
+    assert all(line.startswith(("intake: ", "  LATE ", "  NOT PLACED ")) for line in lines)
+
+
+def test_names_that_are_not_text_are_refused_one_at_a_time_in_a_folder(tmp_path):
+    download = tmp_path / "download"
+    entries = {
+        b"doejane_12345_1_01-first-call-vs-steady.ipynb": b"honest",
+        b"roefrank_222_2_02-retracing\xff.ipynb": b"a file name that is not UTF-8",
+        b"R\xf6e Frank_223_assignsubmission_file_/02-retracing.ipynb": b"a Latin-1 participant folder",
+        b"kimlee_333_3_02-retracing\x1b[2J\n  LATE (the LMS says so) doejane_12345: forged.ipynb": b"controls",
+    }
+    for raw, data in entries.items():
+        path = os.path.join(os.fsencode(download), raw)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(data)
+    report = intake.sort_into_submitted(download, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
+    assert _files(tmp_path / "submitted") == {
+        "doejane_12345": ["01-first-call-vs-steady.ipynb", "submission_secret.txt", "timestamp.txt"]}
+    assert len(report.unattributed) == 3
+    _report_lines_are_the_tool_s_own(report)
+    assert ("NOT PLACED roefrank_222_2_02-retracing\\xff.ipynb: its name is not valid UTF-8 text: rename it in the "
+            "download") in report.report()
+    assert "NOT PLACED kimlee_333_3_02-retracing\\x1b[2J\\n  LATE (the LMS says so)" in report.report()
+
+
+def _zip_with_raw_names(path, entries):
+    """A zip whose entries {raw name bytes: data} are all marked UTF-8, as LMSs mark them, valid or not."""
+    stand_ins = {raw: "ABCDEFGH"[i].encode() * len(raw) for i, raw in enumerate(entries)}
+    with zipfile.ZipFile(path, "w") as archive:
+        for raw, data in entries.items():
+            archive.writestr(zipfile.ZipInfo(stand_ins[raw].decode(), (2025, 3, 1, 12, 0, 0)), data)
+    data = bytearray(path.read_bytes())
+    for raw, stand_in in stand_ins.items():
+        # The name follows its local header (flags at 6 of its 30 bytes), then its central one (flags at 8 of 46).
+        for header, name_at, flags_at in ((b"PK\x03\x04", 30, 6), (b"PK\x01\x02", 46, 8)):
+            at = data.index(stand_in) - name_at  # the first left: replaced below, so next time the central one
+            assert data[at:at + 4] == header
+            flags = int.from_bytes(data[at + flags_at:at + flags_at + 2], "little") | intake.UTF8_NAME_FLAG
+            data[at + flags_at:at + flags_at + 2] = flags.to_bytes(2, "little")
+            data[at + name_at:at + name_at + len(raw)] = raw
+    path.write_bytes(bytes(data))
+
+
+def test_names_that_are_not_text_are_refused_one_at_a_time_in_a_zip(tmp_path):
+    archive = tmp_path / "download.zip"
+    _zip_with_raw_names(archive, {
+        b"doejane_12345_1_01-first-call-vs-steady.ipynb": b"honest",
+        b"roefrank_222_2_02-retracing\xff.ipynb": b"a file name that is not UTF-8",
+        b"R\xf6e Frank_223_assignsubmission_file_/02-retracing.ipynb": b"a Latin-1 participant folder",
+        "Bo Li_888_assignsubmission_file_/02-retracing\u202e.ipynb".encode(): b"UTF-8, with a right-to-left override",
+    })
+    with pytest.raises(UnicodeDecodeError):
+        zipfile.ZipFile(archive)  # what stopped the class: zipfile refuses the whole archive
+    report = intake.sort_into_submitted(archive, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
+    honest = tmp_path / "submitted" / "doejane_12345" / ASSIGNMENT / "01-first-call-vs-steady.ipynb"
+    assert honest.read_bytes() == b"honest"
+    assert (tmp_path / "submitted" / "bo-li_888" / ASSIGNMENT / "02-retracing\u202e.ipynb").exists()  # shown escaped
+    assert sorted(_files(tmp_path / "submitted")) == ["bo-li_888", "doejane_12345"]
+    _report_lines_are_the_tool_s_own(report)
+    assert "NOT PLACED R\\xf6e Frank_223_assignsubmission_file_/02-retracing.ipynb: its name is not valid UTF-8" in (
+        report.report())
+
+
+@pytest.mark.parametrize("entry", ["../Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb",
+                                   "/Jane Doe_777_assignsubmission_file_/01-first-call-vs-steady.ipynb",
+                                   "Jane Doe_777_assignsubmission_file_//01-first-call-vs-steady.ipynb",
+                                   "Jane Doe_777_assignsubmission_file_/../01-first-call-vs-steady.ipynb",
+                                   "Jane Doe_777_assignsubmission_file_.."])
+def test_a_zip_entry_that_is_not_a_plain_path_is_not_placed(tmp_path, entry):
+    archive = tmp_path / "download.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr(entry, b"anything")
+    report = intake.sort_into_submitted(archive, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
+    assert [e for e, _ in report.unattributed] == [entry] and _files(tmp_path / "submitted") == {}
+
+
+def test_intake_never_writes_through_a_link_in_submitted(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = tmp_path / "outside.ipynb"
+    outside.write_bytes(b"not intake's")
+    submitted = tmp_path / "submitted"
+    (submitted / "doejane_12345").mkdir(parents=True)
+    (submitted / "doejane_12345" / ASSIGNMENT).symlink_to(elsewhere)
+    (submitted / "roefrank_222" / ASSIGNMENT).mkdir(parents=True)
+    (submitted / "roefrank_222" / ASSIGNMENT / "02-retracing.ipynb").symlink_to(outside)
+    download = tmp_path / "download"
+    _write(download, {"doejane_12345_1_01-first-call-vs-steady.ipynb": b"Jane's",
+                      "roefrank_222_2_02-retracing.ipynb": b"Frank's"})
+    report = intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS)
+    assert list(elsewhere.iterdir()) == [] and outside.read_bytes() == b"not intake's"
+    assert "is a link or a file, not a folder of its own: nothing written through it" in report.report()
+    assert "roefrank_222/performance-audit/02-retracing.ipynb exists with other content; not overwritten" in (
+        report.report())

@@ -1,4 +1,4 @@
-"""Notebook 4's own stage timing (perfaudit/stages.py) and its reuse of notebook 3 (perfaudit/reuse.py).
+"""Notebook 4's own stage timing (perfaudit/checks/stages.py) and its reuse of notebook 3 (perfaudit/reuse.py).
 
 Relations only: a part must cover what JAX reported for that stage during the call and fit in the call; no time is
 compared with a fixed number.
@@ -12,7 +12,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from perfaudit import checks, decompose, paths, reuse, stages
+from perfaudit import checks, decompose, paths, reuse
+from perfaudit.checks import stages
 from perfaudit.fixtures import samples
 
 

@@ -135,7 +135,7 @@ def _decode(value, dirs):
         def slow(x):
             from IPython import get_ipython
 
-            from perfaudit.autograde.instruments import HeldResult, placeholder
+            from perfaudit.checks.held import HeldResult, placeholder
 
             ask = get_ipython().kernel.raw_input
             if value.get("call"):  # the call itself lasts as long as the grader decides

@@ -6,9 +6,9 @@ the execute_reply on the shell channel (never from what the kernel printed) and 
 only, finite sizes, arrays of numeric dtypes, directories materialised into a folder of the grader's own.
 What comes back is the student's claim, never a verdict: the tests that run in the grader decide.
 
-A call and a result whose durations the grader controls (checks.SlowFunction) cross as a stand-in: when the
-student's code calls it, and when it waits on its result, the kernel asks on the stdin channel, and the grader
-answers after a delay it chose and never sent. The grader's jit (perfaudit/autograde/instruments.py) crosses the
+A call and a result whose durations the grader controls (SlowFunction, perfaudit/checks/held.py) cross as a
+stand-in: when the student's code calls it, and when it waits on its result, the kernel asks on the stdin channel,
+and the grader answers after a delay it chose and never sent. The grader's jit (perfaudit/autograde/instruments.py) crosses the
 same way; its answer to a call is the call's number and the static argument that decides whether jit traces the
 student's function again.
 """
@@ -26,8 +26,9 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
-from perfaudit import checks
+from perfaudit.autograde import made_up
 from perfaudit.autograde.instruments import GraderJit
+from perfaudit.checks.held import SlowFunction
 
 MAX_REPLY_CHARS = 64 * 2**20
 MAX_DEPTH = 32
@@ -93,7 +94,7 @@ class KernelChannel:
         self.client.load_connection_info(kernel_manager.get_connection_info())
         # No iopub: nothing reads what the kernel prints during a request, so nothing of it may queue up here.
         self.client.start_channels(iopub=False, hb=False)
-        self._slow = {}  # number -> checks.SlowFunction whose results wait for the grader
+        self._slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
         self.gone = None  # why the kernel can answer no more, once it cannot
         self._folders_made = 0  # by the answer being decoded
 
@@ -202,7 +203,7 @@ class KernelChannel:
             self._slow[number] = value
             value.number = number
             return {"$": "slowjit", "id": number}
-        if isinstance(value, checks.SlowFunction):
+        if isinstance(value, SlowFunction):
             number = len(self._slow) + 1
             self._slow[number] = value
             wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
@@ -229,7 +230,7 @@ class KernelChannel:
     def _mirrorable(self, path):
         """Folders the grader made for tests: the only ones whose contents the kernel's answer may replace."""
         path = path.resolve()
-        return any(path == root or root in path.parents for root in (self.scratch.resolve(), *checks.test_folders()))
+        return any(path == root or root in path.parents for root in (self.scratch.resolve(), *made_up.test_folders()))
 
     # --- values back: hostile input ---
 

@@ -27,8 +27,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
-from perfaudit import checks
-from perfaudit.autograde import canary, sandbox, submission, verdicts
+from perfaudit.autograde import canary, made_up, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
@@ -56,7 +55,8 @@ def instructor_notebook(nb, resources, config):
     if not info.get("db_url") or not info.get("notebook") or not info.get("assignment"):
         return nb
     coursedir = CourseDirectory(config=config)
-    path = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"])) / f"{info['notebook']}.ipynb"
+    folder = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
+    path = folder / f"{info['notebook']}.ipynb"
     try:
         return nbformat.read(path, as_version=4)
     except (OSError, ValueError) as error:
@@ -137,7 +137,7 @@ class TrustedExecute(Execute):
             if self._channel is not None:
                 self._channel.close()
             shutil.rmtree(self._scratch, ignore_errors=True)
-            checks.remove_test_folders()  # what tests made and the kernel's answers filled: gone with the notebook
+            made_up.remove_test_folders()  # what tests made and the kernel's answers filled: gone with the notebook
             raw = getattr(self._km, "raw_output", None)
             if raw:  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())

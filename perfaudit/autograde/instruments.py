@@ -24,6 +24,7 @@ this protocol itself can still do is in docs/grading-security.md.
 
 import time
 
+from perfaudit.checks.held import HeldResult
 from perfaudit.kernelside import in_student_process
 
 FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
@@ -31,6 +32,7 @@ LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
 SHORT_HOLD_S = (0.001, 0.003)  # the other later calls
 CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
+MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
 _registry = {}  # number -> [fn, ...] in the process that makes the functions (the kernel's, or the checker's)
 
 
@@ -73,7 +75,7 @@ class GraderJit:
         received = time.perf_counter() if received is None else received
         kind, *rest = str(message).split(" ")
         rest = rest[1:]  # the jit's own number, by which the channel found this one
-        if kind == "perfaudit-jit":
+        if kind == "perfaudit-jit" and len(self.functions) < MAX_FUNCTIONS:
             self.functions.append(FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
                                                                      replace=False).tolist())))
             return str(len(self.functions) - 1)
@@ -167,89 +169,6 @@ def make_jit(number, ask):
         return audited
 
     return jit
-
-
-class HeldResult:
-    """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
-    values, waits for the grader first (block_until_ready, jax.block_until_ready, np.asarray, jax.device_get,
-    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait."""
-
-    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval"})
-
-    def __init__(self, inner, wait):
-        self._inner, self._wait, self._ready = inner, wait, False
-
-    def block_until_ready(self):
-        if not self._ready:
-            if hasattr(self._inner, "block_until_ready"):
-                self._inner.block_until_ready()
-            self._wait()
-            self._ready = True
-        return self
-
-    def _value(self):
-        return self.block_until_ready()._inner
-
-    def __getattr__(self, name):
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
-
-    def __array__(self, dtype=None, copy=None):
-        import numpy as np
-
-        return np.asarray(self._value(), dtype=dtype)
-
-    def __jax_array__(self):
-        return self._value()
-
-    def __repr__(self):
-        return repr(self._value())
-
-    def __str__(self):
-        return str(self._value())
-
-    def __format__(self, spec):
-        return format(self._value(), spec)
-
-    def __len__(self):
-        return len(self._inner)
-
-    def __iter__(self):
-        return iter(self._value())
-
-    def __getitem__(self, index):
-        return self._value()[index]
-
-    def __float__(self):
-        return float(self._value())
-
-    def __int__(self):
-        return int(self._value())
-
-    def __bool__(self):
-        return bool(self._value())
-
-
-def placeholder():
-    """What a result with no computation behind it holds (a test's stand-in for a slow function)."""
-    import numpy as np
-
-    return np.zeros((1, 1), dtype=np.float32)
-
-
-def _arithmetic(name):
-    def method(self, *args):
-        return getattr(self._value(), name)(*args)
-
-    method.__name__ = name
-    return method
-
-
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-              "__matmul__", "__rmatmul__", "__pow__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__",
-              "__gt__", "__ge__"):
-    setattr(HeldResult, _name, _arithmetic(_name))
 
 
 @in_student_process

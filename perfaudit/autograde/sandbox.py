@@ -198,12 +198,13 @@ SUBMISSION = HOME + "/submission"
 KERNEL_DIR = "/run/kernel"
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
 def _instructor_only_files():
-    """Files of the course package that hold answers (perfaudit/answers.py): hidden tests use them in the grader
-    only, so in the sandbox they read as empty."""
+    """Files of the course package that hold answers (perfaudit/answers.py and its compiled bytecode): hidden tests
+    use them in the grader only, so in the sandbox they read as empty."""
     import perfaudit
 
     package = Path(perfaudit.__file__).resolve().parent
-    return [str(path) for path in (package / "answers.py",) if path.is_file()]
+    return [str(path) for path in (package / "answers.py", *package.glob("__pycache__/answers.*.pyc"))
+            if path.is_file()]
 
 
 _ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
@@ -244,8 +245,10 @@ def command(argv, *, submission, private, limits, env=None, uid=None):
     args += _parents_world_searchable(readable, made=set())
     for path in readable:
         args += ["--ro-bind", path, path]
+    empty = Path(private) / "empty"  # a regular file: a device bound over a file cannot be opened there
+    empty.write_bytes(b"")
     for path in _instructor_only_files():  # in the package folder, but never the student's to read
-        args += ["--ro-bind", "/dev/null", path]
+        args += ["--ro-bind", str(empty), path]
     args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
     args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():

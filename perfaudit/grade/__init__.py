@@ -5,4 +5,6 @@ diagnose.py  a specific reason for each problem in a submission
 worker.py    nbgrader autograde / generate_feedback in worker processes (plug-ins: perfaudit/autograde/)
 gradebook.py scratch gradebooks for workers; the parent, the one writer, merges into the course's
 summary.py   the terminal summary
+names.py     which file and folder names from a download or submitted/ are taken
+escape.py    text from a submission as one printable line, for the terminal and reports
 """

@@ -7,8 +7,9 @@ Canvas imports a CSV with Student, ID, SIS User ID, SIS Login ID, Section and on
 "<assignment> (<id>)"; Moodle imports its offline grading worksheet back with the Grade column filled in. A
 student's grade is their total from the gradebook, after nbgrader's late penalty, scaled to the LMS's maximum
 where that differs. Students are matched by the id intake put in their student id (`<name>_<id>`: Canvas's user
-id, Moodle's participant number). Nobody is guessed: a graded student missing from the roster is listed, and a
-roster row with no graded submission keeps an empty grade (the LMS leaves it as it is).
+id, Moodle's participant number). Nobody is guessed: a graded student missing from the roster is listed, an id
+two graded students share is exported for neither (listed), and a roster row with no graded submission keeps an
+empty grade (the LMS leaves it as it is). Student ids in the lines printed are escaped (perfaudit/grade/escape.py).
 
 The feedback bundle is a zip of each student's feedback HTML, named as the LMS's own download named their files,
 so its bulk upload finds the student (Canvas: Re-upload Submissions; Moodle: Upload multiple feedback files in a
@@ -28,6 +29,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import intake
+from perfaudit.grade.escape import one_line
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"
@@ -66,6 +68,19 @@ def lms_id(student, record):
     return tail if tail.isdigit() else None
 
 
+def _by_lms_id(grades, record):
+    """({LMS id: student} for ids one graded student has, [lines] for ids several share: exported for none of them,
+    so a folder named like a classmate's id never takes the classmate's row)."""
+    owners = {}
+    for student in sorted(grades):
+        owners.setdefault(lms_id(student, record), []).append(student)
+    owners.pop(None, None)
+    lines = [f"  SAME LMS ID {one_line(id_)} for {', '.join(one_line(s) for s in students)}: not exported for any of "
+             "them; rename the folder that is not this student's and grade it again"
+             for id_, students in sorted(owners.items()) if len(students) > 1]
+    return {id_: students[0] for id_, students in owners.items() if len(students) == 1}, lines
+
+
 def _scaled(score, maximum, lms_maximum):
     value = score if lms_maximum in (None, maximum) else score / maximum * lms_maximum
     return f"{round(value, 2):g}"
@@ -94,8 +109,8 @@ def canvas(roster_path, grades, record, column=None):
     if column not in header:
         raise SystemExit(f"{roster_path} has no column {column!r}.")
     at = header.index(column)
-    out, lines, matched = [CANVAS_FIXED + [column]], [], set()
-    by_id = {lms_id(s, record): s for s in grades}
+    out, matched = [CANVAS_FIXED + [column]], set()
+    by_id, shared = _by_lms_id(grades, record)
     lms_maximum = None
     for row in rows:
         row = row + [""] * (len(header) - len(row))
@@ -108,8 +123,7 @@ def canvas(roster_path, grades, record, column=None):
         grade = _scaled(*grades[student], lms_maximum) if student else ""
         matched.add(student)
         out.append(row[:len(CANVAS_FIXED)] + [grade])
-    lines += _match_lines(grades, matched, len(rows), lms_maximum)
-    return _csv(out), lines
+    return _csv(out), _match_lines(grades, matched, len(rows), lms_maximum, shared)
 
 
 def moodle(roster_path, grades, record):
@@ -119,7 +133,7 @@ def moodle(roster_path, grades, record):
         raise SystemExit(f"{roster_path} is not Moodle's grading worksheet (Identifier, Grade, Maximum Grade): "
                          "download it from the assignment (View all submissions > Download grading worksheet).")
     identifier, grade_at, maximum_at = (header.index(n) for n in ("Identifier", "Grade", "Maximum Grade"))
-    by_id = {lms_id(s, record): s for s in grades}
+    by_id, shared = _by_lms_id(grades, record)
     out, matched, maxima = [header], set(), set()
     for row in rows:
         row = row + [""] * (len(header) - len(row))
@@ -131,15 +145,18 @@ def moodle(roster_path, grades, record):
             row[grade_at] = _scaled(*grades[student], lms_maximum)
             matched.add(student)
         out.append(row)
-    return _csv(out), _match_lines(grades, matched, len(rows), next(iter(maxima)) if len(maxima) == 1 else None)
+    lms_maximum = next(iter(maxima)) if len(maxima) == 1 else None
+    return _csv(out), _match_lines(grades, matched, len(rows), lms_maximum, shared)
 
 
-def _match_lines(grades, matched, roster_rows, lms_maximum):
+def _match_lines(grades, matched, roster_rows, lms_maximum, shared):
     maximum = next(iter(grades.values()))[1] if grades else None
     lines = [f"{len(matched - {None})} of {len(grades)} graded students matched to {roster_rows} roster rows"]
     if lms_maximum not in (None, maximum):
         lines.append(f"  scaled: {maximum:g} points here are {lms_maximum:g} in the LMS")
-    lines += [f"  NOT IN ROSTER {s}: {grades[s][0]:g}/{grades[s][1]:g} not exported" for s in sorted(set(grades) - matched)]
+    lines += shared
+    lines += [f"  NOT IN ROSTER {one_line(s)}: {grades[s][0]:g}/{grades[s][1]:g} not exported"
+              for s in sorted(set(grades) - matched)]
     return lines
 
 
@@ -171,7 +188,7 @@ def feedback_bundle(lms, feedback_dir, record, zip_path):
                 bundled += 1
     lines = [f"feedback: {bundled} pages in {zip_path}"]
     if left_out:
-        lines.append(f"  not in a {lms} download, not bundled: {', '.join(left_out)}")
+        lines.append(f"  not in a {lms} download, not bundled: {', '.join(one_line(s) for s in left_out)}")
     return lines
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT, course
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import diagnose, engine, gradebook, intake, summary, task, versions, worker
+from perfaudit.grade import diagnose, engine, gradebook, intake, names, summary, task, versions, worker
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 
@@ -57,6 +57,7 @@ class Batch:
     sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
     canary: str = ""  # what the canary found before grading, or that it was skipped
     environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
+    refused: dict = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
     versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
 
@@ -92,7 +93,7 @@ def fingerprint(folder):
         for name in sorted(dirs + files):
             path = Path(root) / name
             info = path.lstat()
-            digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + str(info.st_mode).encode())
+            digest.update(os.fsencode(path.relative_to(folder)) + b"\0" + str(info.st_mode).encode())
             if stat.S_ISREG(info.st_mode) and info.st_size <= submission.MAX_FILE_BYTES:
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
                 with os.fdopen(fd, "rb") as handle:
@@ -184,6 +185,10 @@ def run(options, out=sys.stdout):
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
+        refused = names.student_folder_problem(student)
+        if refused:  # not a student id nbgrader can keep: said in the summary; the others are graded
+            batch.refused[student] = refused
+            continue
         print_ = fingerprint(work) if work.is_dir() else "no assignment folder"
         record = state.record(student)
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:

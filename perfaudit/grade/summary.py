@@ -1,4 +1,8 @@
-"""The instructor's terminal summary: scores per student per notebook, why each zero, which tests the class missed."""
+"""The instructor's terminal summary: scores per student per notebook, why each zero, which tests the class missed.
+
+Student ids, reasons and failure messages come from submissions (file and folder names, exception messages): each
+is shown through escape.one_line, so none can add a line of its own or send the terminal an escape code.
+"""
 
 from pathlib import Path
 
@@ -6,6 +10,7 @@ import nbformat
 
 from perfaudit.autograde.execute import NOT_RUN
 from perfaudit.grade import gradebook, versions
+from perfaudit.grade.escape import one_line
 
 
 def _kernel_events_and_first_failure(notebook_path):
@@ -59,7 +64,11 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
         print(f"Environment check: {batch.canary}", file=out)
     for student, whys in sorted(batch.environment.items()):
         for why in whys:
-            print(f"NOT GRADED (the grading environment's fault, not the student's): {student} {why}", file=out)
+            print(f"NOT GRADED (the grading environment's fault, not the student's): {one_line(student)} "
+                  f"{one_line(why)}", file=out)
+    for folder, why in sorted(batch.refused.items()):
+        print(f"NOT GRADED (the folder's name): submitted/{one_line(folder)}: {why}; rename the folder to the "
+              "student's id and run again", file=out)
     if batch.engine:
         print(f"Graded on: {batch.engine}", file=out)
     if not scores:
@@ -70,7 +79,7 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     maxima = {nb: next(iter(scores.values()))[nb][1] for nb in notebooks}
     header = ["student"] + [f"{short[nb]} /{maxima[nb]:g}" for nb in notebooks] + [f"total /{sum(maxima.values()):g}"]
     rows = [
-        [student] + [f"{scores[student][nb][0]:g}" for nb in notebooks]
+        [one_line(student)] + [f"{scores[student][nb][0]:g}" for nb in notebooks]
         + [f"{sum(scores[student][nb][0] for nb in notebooks):g}"]
         for student in sorted(scores)
     ]
@@ -87,7 +96,7 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
             reasons = reasons_for(student, nb, score, state, autograded, assignment)
             for reason in reasons:
                 any_problem = True
-                print(f"  {student} {nb} ({score:g}/{maxima[nb]:g}): {reason}", file=out)
+                print(f"  {one_line(student)} {nb} ({score:g}/{maxima[nb]:g}): {one_line(reason)}", file=out)
     if not any_problem:
         print("  none", file=out)
 

@@ -122,3 +122,39 @@ def test_a_path_from_the_students_process_cannot_make_a_test_open_the_graders_fi
     for cell in nb.cells[1:]:
         assert _errors(cell)[0][0] in ("PermissionError", "AssertionError"), _errors(cell)
         assert _grade(cell) == 0
+
+
+def _kill_the_first_kernel_once(after_s, killed):
+    """Another process on the grading machine: SIGKILL to the first kernel it sees, `after_s` after seeing it."""
+    import signal
+    import time
+
+    import psutil
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if "ipykernel" in " ".join(child.cmdline()):
+                    time.sleep(after_s)
+                    child.send_signal(signal.SIGKILL)
+                    killed.append(child.pid)
+                    return
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+
+
+def test_a_kernel_killed_from_outside_is_graded_once_more(tmp_path):
+    """No cause inside the notebook (another process killed the kernel): the notebook runs once more, in a new kernel,
+    and keeps everything it would have had."""
+    import threading
+
+    killed = []
+    killer = threading.Thread(target=_kill_the_first_kernel_once, args=(3.0, killed), daemon=True)
+    killer.start()
+    nb = _run(["import time\ntime.sleep(8)", "print('done')"], tmp_path, timeout=30)
+    killer.join(timeout=5)
+    assert len(killed) == 1
+    assert [_errors(cell) for cell in nb.cells] == [[], []]
+    assert nb.cells[1].outputs[0].text == "done\n"

@@ -112,6 +112,7 @@ def probes(tmp_path_factory):
         "    for pid in children:\n        os.kill(pid, 9)\n        os.waitpid(pid, 0)",
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
+        "answers": READ + f"print(repr(read({str(paths.ROOT / 'perfaudit' / 'answers.py')!r})))",
     }
     try:
         with environment(NBGRADER_EXECUTION="autograde"):  # as nbgrader sets it in its own process
@@ -132,6 +133,14 @@ def test_gradebook_source_other_students_and_home_are_unreadable(probes):
     results, _, _ = probes
     read = json.loads(results["secrets"])
     assert read and all(result in ("FileNotFoundError", "PermissionError") for result in read.values()), read
+
+
+@needs_bubblewrap
+def test_the_instructor_only_answers_read_as_empty(probes):
+    """perfaudit/answers.py is in the package folder the kernel imports from, but hidden tests use it in the grader
+    only: inside the sandbox it is empty (printed in a cell, it would reach the student's feedback)."""
+    results, _, _ = probes
+    assert results["answers"].strip() == "''"
 
 
 @needs_bubblewrap

@@ -14,6 +14,7 @@ import time
 
 import numpy as np
 
+from perfaudit.checks.failure import fail as _fail
 from perfaudit.kernelside import in_student_process
 
 STAGE_PARTS = ("trace_s", "lower_s", "compile_s", "first_run_s")
@@ -25,10 +26,6 @@ EVENT_PARTS = {
 STAGE_WORDS = {"trace_s": "jitted.trace(x)", "lower_s": "traced.lower()", "compile_s": "lowered.compile()"}
 CLOCK_SLACK_S = 50e-6  # one process, one clock: rounding only
 _names = itertools.count()
-
-
-def _fail(message):
-    raise AssertionError(message)
 
 
 def _seconds(value, what):

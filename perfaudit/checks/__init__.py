@@ -1,0 +1,51 @@
+"""Checks shared by the notebooks' self-checks, their hidden tests and the checker: `from perfaudit import checks`.
+
+Each check raises AssertionError with a message written for the student: what was expected, what was found, and
+where to look. No check asserts an absolute time; timing checks compare measurements with each other. One module
+per subject a student meets, so a failing check's traceback stays among what it is about:
+
+  outputs.py   the workload's output for the identity and random matrices, at the matrix-product precision
+  timing.py    synchronized timings in seconds, the first call apart from the steady calls, their summary
+  traces.py    the trace counter, retracing at a new cache key, the prediction exercise, JAXPRs
+  evidence.py  report.json, the files beside it, the first call decomposed, the cost model
+  measured.py  evidence measured during a call, through a jit the caller hands in (hidden tests)
+  stages.py    notebook 4's own timing of trace, lower, compile and the compiled program's runs
+  held.py      results whose readiness someone else decides (how a check knows the caller waited)
+  failure.py   how a check fails
+
+The grader's own instruments and the evidence made up for hidden tests live with the grading plug-ins
+(perfaudit/autograde/instruments.py, made_up.py); the names hidden tests use are re-exported here.
+"""
+
+from perfaudit import unfilled
+from perfaudit.checks.evidence import (DECOMPOSITION_PARTS, GOING_FURTHER_SECTIONS, OBSERVED_SLACK, SELF_CHECK_COST,
+                                       artifact_path, check_decomposition, check_evidence_dir, check_expected_cost,
+                                       check_going_further, check_going_further_carries, check_report_agrees,
+                                       check_report_carries, check_report_consistent, check_report_schema,
+                                       check_report_scope, check_returns_what_it_wrote, expected_cost_of, read_report)
+from perfaudit.checks.held import HeldResult, SlowFunction
+from perfaudit.checks.measured import check_gather_evidence, check_measured_evidence, check_run_audit, grader_jit
+from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, IDENTITY_DIAGONAL, MATMUL_TOLERANCE,
+                                      check_identity_output, check_random_output, matmul_precision_class,
+                                      matmul_setting, output_tolerance, random_matrix)
+from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
+                                     check_first_call_measured, check_seconds, check_summarize, check_time_call,
+                                     check_timings, fresh_jit)
+from perfaudit.checks.stages import check_stages, check_time_stages
+from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
+                                     check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
+                                     check_trace_predictions, check_traces_follow_jit, clear_caches, count_new_traces,
+                                     jaxpr_canonical, jaxpr_of, jaxpr_program, reference_jaxpr, trace_count_answers,
+                                     trace_sequence)
+
+unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
+
+
+def __getattr__(name):
+    """What hidden tests use of the grading plug-ins, imported only when a hidden test asks (the student copy has no
+    perfaudit/autograde/)."""
+    from perfaudit.autograde import made_up
+
+    if name in made_up.__all__:
+        return getattr(made_up, name)
+    raise AttributeError(f"module 'perfaudit.checks' has no attribute {name!r}")

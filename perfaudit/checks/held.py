@@ -1,0 +1,136 @@
+"""Results whose readiness someone else decides, and a slow function that makes them: how a check knows whether, and
+when, the caller waited for a result. The visible check of time_call uses them as they are; when a test runs in the
+grader, the grader holds the call and the result back itself (perfaudit/autograde/channel.py) and never tells the
+student's process for how long."""
+
+import time
+
+
+class HeldResult:
+    """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
+    values, waits for the grader first (block_until_ready, jax.block_until_ready, np.asarray, jax.device_get,
+    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait."""
+
+    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval"})
+
+    def __init__(self, inner, wait):
+        self._inner, self._wait, self._ready = inner, wait, False
+
+    def block_until_ready(self):
+        if not self._ready:
+            if hasattr(self._inner, "block_until_ready"):
+                self._inner.block_until_ready()
+            self._wait()
+            self._ready = True
+        return self
+
+    def _value(self):
+        return self.block_until_ready()._inner
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        return np.asarray(self._value(), dtype=dtype)
+
+    def __jax_array__(self):
+        return self._value()
+
+    def __repr__(self):
+        return repr(self._value())
+
+    def __str__(self):
+        return str(self._value())
+
+    def __format__(self, spec):
+        return format(self._value(), spec)
+
+    def __len__(self):
+        return len(self._inner)
+
+    def __iter__(self):
+        return iter(self._value())
+
+    def __getitem__(self, index):
+        return self._value()[index]
+
+    def __float__(self):
+        return float(self._value())
+
+    def __int__(self):
+        return int(self._value())
+
+    def __bool__(self):
+        return bool(self._value())
+
+
+def placeholder():
+    """What a result with no computation behind it holds (a test's stand-in for a slow function)."""
+    import numpy as np
+
+    return np.zeros((1, 1), dtype=np.float32)
+
+
+def _arithmetic(name):
+    def method(self, *args):
+        return getattr(self._value(), name)(*args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__matmul__", "__rmatmul__", "__pow__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__",
+              "__gt__", "__ge__"):
+    setattr(HeldResult, _name, _arithmetic(_name))
+
+
+class SlowFunction:
+    """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
+    caller waits for it. `waited_call_s` and `waited_s` record how long each call and each wait took. When a test
+    runs in the grader, the grader itself holds the call and the result back, and never tells the student's
+    process for how long (perfaudit/autograde/channel.py). `wrapped`: call that inside (a real JAX computation,
+    under the grader's clock) and hand back its result once ready.
+    """
+
+    def __init__(self, delays_s, wrapped=None, call_delays_s=()):
+        self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
+        self.waited_s, self.waited_call_s = [], []
+
+    @staticmethod
+    def _next(delays, done):
+        return delays[min(len(done), len(delays) - 1)] if delays else 0.0
+
+    @property
+    def delay_s(self):
+        """The delay of the next wait for a result (the grader's channel reads it when the student's code waits)."""
+        return self._next(self.delays_s, self.waited_s)
+
+    @property
+    def call_delay_s(self):
+        """The delay inside the next call."""
+        return self._next(self.call_delays_s, self.waited_call_s)
+
+    def waited(self, call):
+        """Seconds the call-th call certainly took: its delay inside the call and its wait for the result, or None
+        when the student's code never waited for that result (or the call never asked)."""
+        if len(self.waited_s) <= call or (self.call_delays_s and len(self.waited_call_s) <= call):
+            return None
+        return self.waited_s[call] + (self.waited_call_s[call] if self.call_delays_s else 0.0)
+
+    def __call__(self, x):
+        if self.call_delays_s:
+            started = time.perf_counter()
+            time.sleep(self.call_delay_s)
+            self.waited_call_s.append(time.perf_counter() - started)
+        inner = placeholder() if self.wrapped is None else self.wrapped(x)
+        return HeldResult(inner, self._hold_result)
+
+    def _hold_result(self):
+        started = time.perf_counter()
+        time.sleep(self.delay_s)
+        self.waited_s.append(time.perf_counter() - started)

@@ -1,0 +1,171 @@
+"""Evidence measured during a call, of a function made by the jit the caller hands in (hidden tests hand in the
+grader's own: perfaudit/autograde/instruments.py)."""
+
+import time
+
+import numpy as np
+
+from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
+    check_returns_what_it_wrote, read_report, artifact_path
+from perfaudit.checks.failure import fail
+from perfaudit.checks.outputs import as_matrix, compare, output_tolerance, random_matrix
+from perfaudit.checks.timing import as_float, check_seconds
+from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
+
+
+def grader_jit(rng=None):
+    """The grader's jit (perfaudit/autograde/instruments.py) for gather_evidence(steady_calls, jit) and run_audit."""
+    from perfaudit.autograde import instruments
+
+    return instruments.GraderJit(rng or np.random.default_rng())
+
+
+def _steady_timings(steady, steady_calls, what):
+    """steady_s as a list: any 1-D sequence of numbers (a list, a tuple, a NumPy array) of the length asked for."""
+    if isinstance(steady, np.ndarray) and steady.ndim == 1:
+        steady = steady.tolist()
+    if not isinstance(steady, (list, tuple)):
+        fail(f"{what}: steady_s should be a sequence of {steady_calls} timings in seconds (a list, a tuple or a 1-D "
+              f"array); found {type(steady).__name__}.")
+    if len(steady) != steady_calls:
+        fail(f"{what}: {steady_calls} steady calls were asked for; steady_s holds {len(steady)} timings.")
+    return [check_seconds(as_float(s), f"{what}: steady_s[{i}]") for i, s in enumerate(steady)]
+
+
+def _shape_of(value):
+    """A reported shape ([16, 16]) as a tuple of ints, or None when it is not one."""
+    if isinstance(value, (list, tuple)) and value and all(type(n) is int for n in value):
+        return tuple(value)
+    return None
+
+
+def _match_calls(record, first_s, steady, shape, slack_s):
+    """([call numbers] the timings are of, None) when they fit the function's calls as the grader timed them, or
+    (None, why not) in the student's terms. The first timing is of the first call at `shape`; the steady ones of
+    later calls at that shape, in order; other calls between them are allowed. slack_s: clock rounding."""
+    calls = record.calls
+    shape = shape or calls[0].shape
+    first = next((i for i, call in enumerate(calls) if call.shape == shape), None)
+    if first is None:
+        return None, f"the function you timed was never called at the shape the report gives ({list(shape)})."
+    if calls[first].span_s is None:
+        return None, ("the result of the first call was never waited for, so first_call_s cannot include its "
+                      "computation. Call block_until_ready() on each result before stopping the clock.")
+    if first_s + slack_s < calls[first].span_s:
+        return None, (f"first_call_s ({first_s * 1e3:.3f} ms) is shorter than the first call of the function you "
+                      "timed took, from the call until its result was ready: time the very first call of a newly "
+                      "jitted function, from just before the call until block_until_ready() returns.")
+    matched, j = [first], first + 1
+    for i, seconds in enumerate(steady):
+        while j < len(calls) and not (calls[j].shape == shape and calls[j].span_s is not None and
+                                      seconds + slack_s >= calls[j].span_s):
+            j += 1
+        if j == len(calls):
+            never = any(call.span_s is None for call in calls[first + 1:])
+            return None, (f"steady_s[{i}] ({seconds * 1e3:.3f} ms) is shorter than the call it should time took: "
+                          "each steady timing covers one later call of the same function, from just before the call "
+                          "until its result is ready, in the order the calls were made." +
+                          (" Some results were never waited for: call block_until_ready() on each result before "
+                           "stopping the clock." if never else ""))
+        matched.append(j)
+        j += 1
+    return matched, None
+
+
+def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None):
+    """Timings, a trace count and a JAXPR taken during the call, of a function made by the grader's `jit`
+    (perfaudit/autograde/instruments.py): as many steady calls as asked, each timing covering the call it is of as
+    the grader timed it, all together within the grader's clock around the whole call; the traces that function
+    really made; that function computing tanh(x @ x); the JAXPR its own."""
+    from perfaudit.autograde import instruments
+
+    if not isinstance(evidence, dict):
+        fail(f"{what} should be a dict; found {type(evidence).__name__}.")
+    first = check_seconds(as_float(evidence.get("first_call_s")), f"{what}: first_call_s")
+    steady = _steady_timings(evidence.get("steady_s"), steady_calls, what)
+    total = first + sum(steady)
+    if total > outer_s:
+        fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
+              "when the grader timed it: they were not measured during this call. (Milliseconds instead of seconds?)")
+    records = sorted((r for r in jit.functions if r.calls), key=lambda r: -len(r.calls))
+    if not records:
+        fail(f"{what} never called a function made by the jit it was given: make the audited function with "
+              "audited = jit(...), using the jit argument, and time its calls.")
+    why = None
+    for record in records:
+        matched, reason = _match_calls(record, first, steady, _shape_of(evidence.get("shape")),
+                                       instruments.CLOCK_SLACK_S)
+        if matched is not None:
+            break
+        why = why or reason
+    else:
+        fail(f"{what}: {why}")
+    shapes = {call.shape for call in record.calls}
+    last = max(matched[-1], *(next(i for i, c in enumerate(record.calls) if c.shape == s) for s in shapes))
+    trace_count = evidence.get("trace_count")
+    if type(trace_count) is not int or trace_count not in record.counts_after(last):
+        fail(f"{what}: trace_count is {trace_count!r:.40}, but the function you timed was traced another number of "
+              "times during this call (jit traces again for every new cache key, and the jit you are given may do "
+              "so more often than jax.jit). Count traces with a counter inside the function you jit, and read it "
+              "after the last call, before make_jaxpr.")
+    index = jit.functions.index(record)
+    _check_timed_output(jit.number, index, what)
+    if jaxpr_text is not None:
+        shape = _shape_of(evidence.get("shape")) or record.calls[matched[0]].shape
+        timed = instruments.function_jaxpr(jit.number, index, list(shape))
+        if not isinstance(jaxpr_text, str) or jaxpr_canonical(jaxpr_text) != jaxpr_canonical(str(timed)):
+            fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
+                  f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation.")
+
+
+def _check_timed_output(number, index, what, rng=None):
+    """The timed function computes tanh(A @ A) for a random A chosen now."""
+    from perfaudit.autograde import instruments
+
+    rng = rng or np.random.default_rng()
+    n = int(rng.integers(5, 48))
+    a = random_matrix(rng, n)
+    atol, assumed = output_tolerance()
+    found = as_matrix(instruments.function_output(number, index, a), f"{what}: the function you timed")
+    expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
+    compare(found, expected, f"{what}: the function you timed should compute tanh(x @ x); for a random {n}x{n} "
+             "matrix A", atol=atol, assumed=assumed)
+
+
+def check_gather_evidence(gather_evidence, rng=None):
+    """gather_evidence(k, jit) with a k chosen now and the grader's jit: measured timings, counted traces, the
+    JAXPR of the function timed."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    jit = grader_jit(rng)
+    started = time.perf_counter()
+    evidence = gather_evidence(steady_calls, jit)
+    outer = time.perf_counter() - started
+    what = f"gather_evidence({steady_calls}, jit)"
+    if not isinstance(evidence, dict):
+        fail(f"{what} should return a dict; found {type(evidence).__name__}.")
+    check_jaxpr_text(evidence.get("jaxpr_text"))
+    check_measured_evidence(evidence, jit, steady_calls, outer, what, jaxpr_text=evidence.get("jaxpr_text"))
+
+
+def check_run_audit(run_audit, rng=None):
+    """run_audit(a new folder, k chosen now, the grader's jit): evidence that passes every stage 3 check,
+    measured and counted during the call, and the report it returns is the one it wrote."""
+    rng = rng or np.random.default_rng()
+    steady_calls = int(rng.integers(5, 20))
+    from perfaudit.autograde.made_up import new_folder
+
+    jit = grader_jit(rng)
+    folder = new_folder()
+    started = time.perf_counter()
+    returned = run_audit(folder, steady_calls, jit)
+    outer = time.perf_counter() - started
+    report = read_report(folder)
+    check_report_schema(report)
+    check_report_scope(report)
+    what = f"report.json from run_audit(folder, {steady_calls}, jit)"
+    tracing = report.get("tracing", {})
+    check_report_consistent(report, folder, traces=tracing.get("trace_count"))  # the count is judged below
+    check_measured_evidence({**report.get("timings", {}), "trace_count": tracing.get("trace_count")}, jit,
+                            steady_calls, outer, what, jaxpr_text=artifact_path(folder, report, "jaxpr").read_text())
+    check_returns_what_it_wrote(returned, folder)

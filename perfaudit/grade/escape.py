@@ -1,0 +1,24 @@
+"""Text that came from a submission, made safe to show on one line of the instructor's terminal or in a report.
+
+Students choose their file names, their folder names and the messages of their exceptions. Shown as they are, an
+escape code can clear or recolour the terminal, and a newline can start a line that looks like the tool's own
+("  classmate_7 01-first-call-vs-steady (0/5): ..."). Here every character that is not printable is shown as its
+Python escape (a newline as \\n, ESC as \\x1b, a right-to-left override as \\u202e), a byte of a file name that is
+not UTF-8 as \\xNN, and the text is cut to a length one line can hold.
+"""
+
+MAX_CHARS = 2000  # a bound on what one line may print, far above any reason the grader gives
+
+
+def one_line(text, limit=MAX_CHARS):
+    """Text from anywhere as one printable line: nothing in it can pose as a line of the tool's own."""
+    text = str(text)
+    cut = len(text) - limit
+    shown = "".join(_shown(char) for char in (text[:limit] if cut > 0 else text))
+    return f"{shown} ... [{cut} more characters]" if cut > 0 else shown
+
+
+def _shown(char):
+    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8, as Python reads it from a file name
+        return f"\\x{ord(char) - 0xdc00:02x}"
+    return char if char.isprintable() else repr(char)[1:-1]
