@@ -7,6 +7,7 @@ import sysconfig
 from pathlib import Path
 
 import nbformat
+import process_groups
 import pytest
 from once_per_run import once_per_run
 
@@ -65,6 +66,15 @@ def hidden_test_lines():
                 elif inside and line.strip():
                     hidden.add(line.strip())
     return hidden - visible
+
+
+def pytest_collection_modifyitems(config, items):
+    process_groups.write(config, items)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own, whose loadgroup pytest 9 defeats
+def pytest_xdist_make_scheduler(config, log):
+    return process_groups.scheduler(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 @pytest.fixture(scope="session")
