@@ -9,6 +9,10 @@ STAGE ?= 4
 IMPLEMENTATION ?= solution
 # Extra arguments for jupyter lab, e.g. make lab LAB_ARGS="--no-browser --port=8890"
 LAB_ARGS ?=
+# Extra arguments for pytest in make test and test-fast, e.g. PYTEST_ARGS="--durations=15" (what .ci/run adds)
+PYTEST_ARGS ?=
+# Test processes (pytest-xdist): much of the suite waits on kernels, servers and a browser, so two cores run two.
+TEST_PROCESSES ?= 2
 
 .PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course student-copy
 .DEFAULT_GOAL := help
@@ -26,10 +30,10 @@ demo: $(VENV)/installed  ## instructor's main job: release, autograde the bundle
 	python -m perfaudit.demo
 
 test: $(VENV)/installed  ## the whole test suite (CI runs this)
-	python -m pytest
+	python -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
-test-fast: $(VENV)/installed  ## the fast tier: everything but the tests marked slow (browser, PostgreSQL, catalogs, ...)
-	python -m pytest -m "not slow"
+test-fast: $(VENV)/installed  ## the fast tier, under 5 minutes: all but the tests marked slow (browser, PostgreSQL, catalogs, ...)
+	python -m pytest -n $(TEST_PROCESSES) -m "not slow" $(PYTEST_ARGS)
 
 lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/performance-audit/ (as root: ALLOW_ROOT=1)
 	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)

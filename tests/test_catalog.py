@@ -23,6 +23,7 @@ import nbformat
 import pytest
 from conftest import hidden_test_lines, make_course
 from nbgrader.api import Gradebook
+from once_per_run import once_per_run
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths
 from perfaudit.fixtures import catalog
@@ -61,25 +62,23 @@ def _state(root):
     return state
 
 
-def _course_with_cases(tmp_path_factory, name):
-    root = make_course(tmp_path_factory.mktemp(name))
+def _course_with_cases(root):
+    make_course(root)
     for case in GRADED:
         catalog.write_case(case, root / "submitted")
     return root
 
 
-@pytest.fixture(scope="module")
-def plain(tmp_path_factory):
-    root = _course_with_cases(tmp_path_factory, "catalog-plain")
+def _grade_plainly(root):
+    _course_with_cases(root)
     before = _state(root)
     output = course.nbgrader("autograde", ASSIGNMENT, course_dir=root)
     output += course.nbgrader("generate_feedback", ASSIGNMENT, course_dir=root)
-    return root, before, output
+    return before, output
 
 
-@pytest.fixture(scope="module")
-def batch(tmp_path_factory):
-    root = _course_with_cases(tmp_path_factory, "catalog-batch")
+def _grade_in_batch(root):
+    _course_with_cases(root)
     before = _state(root)
     out = io.StringIO()
     here = os.getcwd()
@@ -88,10 +87,25 @@ def batch(tmp_path_factory):
         run(Options(course_dir=root, workers=os.cpu_count() or 1, progress=False), out=out)
     finally:
         os.chdir(here)
-    return root, before, out.getvalue()
+    return before, out.getvalue()
 
 
-@pytest.fixture(params=["plain", "batch"])
+# Each grader grades the catalog once per test run, in whichever test process asks first (once_per_run): the
+# tests of each grader form a group of their own, so that two processes grade the two at the same time.
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    root, (before, output) = once_per_run(tmp_path_factory, "catalog-plain", _grade_plainly)
+    return root, before, output
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    root, (before, output) = once_per_run(tmp_path_factory, "catalog-batch", _grade_in_batch)
+    return root, before, output
+
+
+@pytest.fixture(params=[pytest.param("plain", marks=pytest.mark.xdist_group("catalog-plain")),
+                        pytest.param("batch", marks=pytest.mark.xdist_group("catalog-batch"))])
 def graded(request):
     """(course root, state of its files before grading, what the grader printed), for each grader."""
     return request.getfixturevalue(request.param)
@@ -143,10 +157,6 @@ def test_valid_variant_keeps_full_marks(graded, name):
     root, _, _ = graded
     assert _expected(name) == {_notebook(stage): catalog.FULL[stage] for stage in catalog.VALID[name].expected}
     assert _scores(root, name) == _expected(name)
-
-
-def test_batch_command_gives_the_same_scores(plain, batch):
-    assert {name: _scores(batch[0], name) for name in GRADED} == {name: _scores(plain[0], name) for name in GRADED}
 
 
 def test_no_cheat_reads_or_writes_the_gradebook(graded):
@@ -216,3 +226,8 @@ def test_student_cells_of_the_autograded_notebooks_show_no_hidden_test(graded):
             student = nbformat.v4.new_notebook(cells=cells)
             text = "\n".join(" ".join(line.split()) for line in _printed(student).splitlines())
             assert [line for line in secret if line in text] == [], (name, stage)
+
+
+@pytest.mark.xdist_group("catalog-plain")  # last of its group: by then the other process has graded the batch
+def test_batch_command_gives_the_same_scores(plain, batch):
+    assert {name: _scores(batch[0], name) for name in GRADED} == {name: _scores(plain[0], name) for name in GRADED}

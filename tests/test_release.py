@@ -4,6 +4,7 @@ import json
 import re
 
 import pytest
+from conftest import make_course
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths
 
@@ -55,8 +56,10 @@ def test_every_graded_cell_says_what_it_checks_and_hides_a_test(name):
             assert meta["points"] > 0
 
 
-def test_nbgrader_validate_passes_on_source_and_invert_passes_on_release(course_dir):
-    # Run on the temporary course's copies so nothing is written into the repository.
+def test_nbgrader_validate_passes_on_source_and_invert_passes_on_release(tmp_path):
+    # Run on a temporary course's copies so nothing is written into the repository, nor into the course other
+    # tests share (running the notebooks writes their evidence beside them, in runs/).
+    course_dir = make_course(tmp_path)
     source = sorted(str(p) for p in (course_dir / "source" / ASSIGNMENT).glob("*.ipynb"))
     release = sorted(str(p) for p in (course_dir / "notebooks" / ASSIGNMENT).glob("*.ipynb"))
     out = course.nbgrader("validate", *source, course_dir=course_dir)

@@ -33,6 +33,8 @@ from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
 
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
+DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ that grading skips
+DEMONSTRATION_SKIPPED = "[not run while grading: a read-and-run demonstration with no points]\n"
 OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
 
 
@@ -65,6 +67,10 @@ def instructor_notebook(nb, resources, config):
             "their names from it. Put source/ back and grade again.") from error
 
 
+def notebooks_meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
 def not_run_error(reason):
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
@@ -92,7 +98,12 @@ class TrustedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
         self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
-        self._contract = verdicts.Contract(instructor_notebook(nb, resources, self.config).cells)
+        instructors = instructor_notebook(nb, resources, self.config)
+        self._contract = verdicts.Contract(instructors.cells)
+        # Read-and-run demonstrations the instructor tagged in source/: no points, nothing graded depends on them, so
+        # grading skips them (the student ran them in JupyterLab). Only the instructor's own unchanged cell is skipped.
+        self._demonstrations = {notebooks_meta(cell).get("grade_id") for cell in instructors.cells
+                                if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None}
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
             canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
         submitted = copy.deepcopy(nb)
@@ -207,6 +218,9 @@ class TrustedExecute(Execute):
             self._stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
         if self._stopped is not None:
             cell.outputs = [not_run_error(self._stopped)]
+            return cell, resources
+        if notebooks_meta(cell).get("grade_id") in self._demonstrations and self._is_instructors(cell):
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=DEMONSTRATION_SKIPPED)]
             return cell, resources
         if verdicts.is_test(cell):
             if self._is_instructors(cell):

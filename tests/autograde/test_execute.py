@@ -158,3 +158,18 @@ def test_a_kernel_killed_from_outside_is_graded_once_more(tmp_path):
     assert len(killed) == 1
     assert [_errors(cell) for cell in nb.cells] == [[], []]
     assert nb.cells[1].outputs[0].text == "done\n"
+
+
+def test_a_demonstration_the_instructor_tagged_is_not_run_while_grading(tmp_path):
+    """A read-and-run cell tagged `demonstration` in the instructor's notebook (no points, nothing graded depends on
+    it) is skipped, with a note; the cells after it run."""
+    from perfaudit.autograde.execute import DEMONSTRATION_SKIPPED
+
+    demo = new_code_cell("raise RuntimeError('a long demonstration')")
+    demo.metadata.nbgrader = {"grade": False, "solution": False, "locked": True, "grade_id": "sweep",
+                              "schema_version": 3}
+    demo.metadata.tags = ["demonstration"]
+    nb = new_notebook(cells=[new_code_cell("x = 1"), demo, new_code_cell("print(x + 1)")])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert nb.cells[1].outputs[0].text == DEMONSTRATION_SKIPPED
+    assert nb.cells[2].outputs[0].text == "2\n"

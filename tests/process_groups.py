@@ -1,0 +1,53 @@
+"""Which tests pytest-xdist runs in one process: those that share a slow module-scoped fixture, or name a group.
+
+make test runs the suite in two processes (-n 2 --dist loadgroup). The tests of an xdist_group mark run in one
+process, and so do the tests that share a module-scoped fixture (a grading, a server, a browser), so that it is
+made once; every other test may run in either process. xdist's own loadgroup writes the group into the test's
+node id, which pytest 9 no longer lets a plugin change: here each worker writes {node id: group} to a file in
+the run's temporary directory instead, and the scheduler (pytest_xdist_make_scheduler in conftest.py) reads it.
+"""
+
+import json
+import os
+from pathlib import Path
+
+FILE = "process-groups.json"
+
+
+def group_of(item):
+    """The item's group, or None when it may run in any process."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark:
+        return mark.args[0] if mark.args else mark.kwargs.get("name", "default")
+    if any(defs[-1].scope in ("module", "class") for defs in item._fixtureinfo.name2fixturedefs.values()):
+        return item.module.__name__
+    return None
+
+
+def write(config, items):
+    """In an xdist worker: {node id: group} for the scheduler (every worker collects the same tests)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
+    path = Path(config.option.basetemp).parent / FILE  # the run's directory; the worker's is inside it
+    temporary = path.with_name(f"{FILE}.{worker}")
+    temporary.write_text(json.dumps(groups))
+    temporary.replace(path)
+
+
+def scheduler(config, log):
+    """xdist's scheduler by scopes, a scope being a group from the workers' file, or else a single test."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups = None
+
+        def _split_scope(self, nodeid):
+            if self.groups is None:  # called once all workers have collected, so the file is written
+                path = config._tmp_path_factory.getbasetemp() / FILE
+                self.groups = json.loads(path.read_text()) if path.exists() else {}
+            group = self.groups.get(nodeid)
+            return f"group {group}" if group is not None else nodeid
+
+    return GroupScheduling(config, log)
