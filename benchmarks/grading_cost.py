@@ -29,7 +29,9 @@ from conftest import make_course  # noqa: E402
 from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 
-BARE_CONFIG = 'c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "jax-performance-audit"\n'
+# The course's answer keys sit in plain markdown cells, which nbgrader clears only with enforce_metadata off.
+BARE_CONFIG = ('c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "jax-performance-audit"\n'
+               "c.ClearSolutions.enforce_metadata = False\n")
 
 
 def make_bare_course(root):
