@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -128,15 +129,19 @@ python -c "from perfaudit import course; print('SCORES', {s: int(sum(v for v, _ 
 """
 
 
-def test_a_full_disk_grades_nobody_says_so_and_the_next_run_grades_everyone(class_of_two, tmp_path):
+def test_a_full_disk_grades_nobody_says_so_and_the_next_run_grades_everyone(class_of_two):
     """The course's disk, really full: a size-capped file system in a mount namespace of the test's own (bwrap),
-    holding the course and the grader's temporary folder, filled before grading."""
-    full = tmp_path / "full"
+    holding the course and the grader's temporary folder, filled before grading. Its path is short: the kernels'
+    sockets live under TMPDIR, and a socket's path may not pass 107 bytes (a test process's own tmp_path can)."""
+    full = Path(tempfile.mkdtemp(prefix="full-", dir="/tmp"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
            "COURSE": str(class_of_two), "FULL": str(full), "TMPDIR": str(full)}
-    run = subprocess.run(["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                          "--size", str(64 * 2**20), "--tmpfs", str(full), "bash", "-c", FULL_DISK_RUN],
-                         env=env, capture_output=True, text=True, timeout=1200)
+    try:
+        run = subprocess.run(["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                              "--size", str(64 * 2**20), "--tmpfs", str(full), "bash", "-c", FULL_DISK_RUN],
+                             env=env, capture_output=True, text=True, timeout=1200)
+    finally:
+        shutil.rmtree(full, ignore_errors=True)
     said = run.stdout + run.stderr
     assert "FIRST RUN EXIT 3" in said, said
     # The first write to fail names it: a file's (No space left on device) or the gradebook's (sqlite's words).
