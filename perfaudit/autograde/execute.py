@@ -31,6 +31,7 @@ from perfaudit.autograde import canary, made_up, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.notebooks import nbgrader_meta
 
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
 DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ that grading skips
@@ -67,10 +68,6 @@ def instructor_notebook(nb, resources, config):
             "their names from it. Put source/ back and grade again.") from error
 
 
-def notebooks_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
 def not_run_error(reason):
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
@@ -102,7 +99,7 @@ class TrustedExecute(Execute):
         self._contract = verdicts.Contract(instructors.cells)
         # Read-and-run demonstrations the instructor tagged in source/: no points, nothing graded depends on them, so
         # grading skips them (the student ran them in JupyterLab). Only the instructor's own unchanged cell is skipped.
-        self._demonstrations = {notebooks_meta(cell).get("grade_id") for cell in instructors.cells
+        self._demonstrations = {nbgrader_meta(cell).get("grade_id") for cell in instructors.cells
                                 if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None}
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
             canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
@@ -160,7 +157,7 @@ class TrustedExecute(Execute):
         """Whether the cell is the instructor's, as the gradebook holds it (always so outside autograde)."""
         if self._instructor is None:
             return True
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        grade_id = nbgrader_meta(cell).get("grade_id")
         return grade_id in self._instructor and cell.source == self._instructor[grade_id]
 
     def _blame(self, what):
@@ -219,7 +216,7 @@ class TrustedExecute(Execute):
         if self._stopped is not None:
             cell.outputs = [not_run_error(self._stopped)]
             return cell, resources
-        if notebooks_meta(cell).get("grade_id") in self._demonstrations and self._is_instructors(cell):
+        if nbgrader_meta(cell).get("grade_id") in self._demonstrations and self._is_instructors(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=DEMONSTRATION_SKIPPED)]
             return cell, resources
         if verdicts.is_test(cell):
@@ -235,7 +232,7 @@ class TrustedExecute(Execute):
             cell, resources = super().preprocess_cell(cell, resources, index)
             error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
             if error is not None and utils.is_solution(cell) and error.get("ename") == "NotImplementedError":
-                self._unfilled.append(str(cell.metadata.get("nbgrader", {}).get("grade_id", index))[:60])
+                self._unfilled.append(str(nbgrader_meta(cell).get("grade_id", index))[:60])
             if error is not None and not self._student_code_ran:
                 self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
                             f"failed before any student code ran ({error.ename}: {error.evalue})")
@@ -276,4 +273,4 @@ class TrustedExecute(Execute):
         self._stopped = f"not run: {later}"
         cell.outputs.append(not_run_error(here))
         self.log.warning("%s: cell '%s' stopped the notebook: %s", resources.get("nbgrader", {}).get("student"),
-                         cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "?"), here)
+                         nbgrader_meta(cell).get("grade_id", "?"), here)
