@@ -5,6 +5,7 @@ from pathlib import Path
 
 from conftest import hidden_test_lines
 
+from perfaudit import paths
 from perfaudit.fixtures import catalog
 
 CATALOG = Path(catalog.__file__).parent
@@ -26,3 +27,10 @@ def test_each_class_of_attack_is_one_module_of_cheats_and_every_module_is_in_the
     assert {name: kind for name, kind in kinds.items() if len(kind) != 1} == {}
     assert sorted(kind for (kind,) in kinds.values()) == sorted(catalog.KINDS)
     assert sorted(name for module in modules for name in getattr(module, "CHEATS", {})) == sorted(catalog.CHEATS)
+
+
+def test_the_threat_model_lists_every_case_with_its_expected_score():
+    """docs/grading-security.md's catalog table is the catalog: a case added, renamed or rescored shows there."""
+    document = (paths.ROOT / "docs" / "grading-security.md").read_text()
+    rows = [line for line in document.splitlines() if line.startswith(("| `cheat-", "| `valid-"))]
+    assert rows == catalog.table(), "regenerate the table in docs/grading-security.md from catalog.table()"
