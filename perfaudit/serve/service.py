@@ -282,8 +282,8 @@ class Service:
             slots = sum(client.nthreads().values())
             while not self.stopping:
                 self.notice()
-                self.dispatch(client, definition, slots)
                 self.harvest(client)
+                self.dispatch(client, definition, slots)  # after harvest: a pause tells the queued students at once
                 if until_idle and not self.ledger.in_state("queued", "grading") and not self.in_flight:
                     break
                 if until_idle and self.ledger.paused and not self.in_flight:
