@@ -4,16 +4,19 @@ The service (`python -m perfaudit.serve`, started here as a subprocess) grades e
 releases its feedback: exact scores in the gradebook and on the page the student fetches, no hidden-test line in
 any page it released. Killed (SIGKILL, its Dask workers with it) while grading and started again, it grades that
 submission once and the earlier one not again. A fourth submission within the window is collected, not graded,
-and its feedback says when the next graded one is possible. A broken environment tells the student "not graded
+and its feedback says when the next graded one is possible. A submission whose grading outlasts the task's time
+is stopped and its student told, and the next is graded. A broken environment tells the student "not graded
 yet" and records no score; the service started again in a sound one grades the submission.
 """
 
+import nbformat
 import pytest
 from conftest import hidden_test_lines
 from nbgrader.utils import get_username
 from serve_course import course_with_exchange, fetch_feedback, service, student_home, submit, wait_for
 
 from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.fixtures import samples
 from perfaudit.serve import notes
 
 pytestmark = pytest.mark.slow  # minutes: the service grades several submissions, one at a time
@@ -102,5 +105,28 @@ def test_a_broken_environment_says_not_graded_yet_and_the_repaired_one_grades(tm
     monkeypatch.delenv("JAX_PLATFORMS")
     with service(root, "--workers", "1", "--until-idle") as repaired:
         assert repaired.process.wait(timeout=600) == 0, repaired.log()
+    assert course.scores(root) == {STUDENT: {STEM: (5, 5)}}
+    assert f"{STEM} (Score: 5.0 / 5.0)" in newest_pages(student)[STEM]
+
+
+def test_a_submission_that_hangs_its_worker_is_told_so_and_the_next_is_graded(tmp_path):
+    """Grading that outlasts GradingService.task_timeout_s: its worker is restarted, the student told, 0 for now."""
+    # A cell may take 120 s, the whole task 40 s (an honest notebook 1 takes about 10 s on two busy cores).
+    root = course_with_exchange(tmp_path / "course",
+                                settings=SETTINGS + "\nc.GradingService.task_timeout_s = 40\nc.Execute.timeout = 120")
+    student = student_home(tmp_path / "student", root / "exchange")
+    hanging = samples.submission(samples.SAMPLES["correct"], 1)
+    first = next(cell for cell in hanging.cells if cell.metadata.get("nbgrader", {}).get("solution"))
+    first.source = "import time\ntime.sleep(90)  # under the cell's limit, over the task's\n" + first.source
+    (student / ASSIGNMENT).mkdir()
+    nbformat.write(hanging, student / ASSIGNMENT / paths.STAGES[1])
+    course.nbgrader("submit", ASSIGNMENT, course_dir=student)
+    with service(root, *FAST) as running:
+        wait_for(root, lambda f: statuses(f) == ["failed"], "the hanging submission stopped", service=running)
+        page = newest_pages(student)[STEM]
+        assert "(not graded)" in page and "took longer than 40 s" in page
+        assert course.scores(root) == {STUDENT: {STEM: (0, 5)}}
+        submit(student, "correct")
+        wait_for(root, lambda f: statuses(f) == ["failed", "graded"], "the next graded", service=running)
     assert course.scores(root) == {STUDENT: {STEM: (5, 5)}}
     assert f"{STEM} (Score: 5.0 / 5.0)" in newest_pages(student)[STEM]

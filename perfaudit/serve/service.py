@@ -118,22 +118,32 @@ class Service:
             record = self.ledger.submissions[name]
             if record["student"] in busy:
                 continue  # the student's earlier submission first
-            if record["decision"] == "limit":
-                self.collect(name)
-                self.release_pages(name, lambda nb: notes.limited(nb, record["message"], record["next_at"]))
-                self.ledger.update(name, status="limited", released_at=time.time())
-                log(self.out, f"limited {name}: feedback says when to come back")
-            elif record["decision"] == "refuse":
-                self.release_pages(name, lambda nb: notes.not_graded(nb, record["message"]))
-                self.ledger.update(name, status="refused", released_at=time.time())
-            elif self.ledger.paused:
-                if not record.get("repair_notice"):
-                    self.release_pages(name, notes.repair)
-                    self.ledger.update(name, repair_notice=True)
-                    log(self.out, f"not graded yet (grading stopped) {name}: told the grader is being repaired")
-            elif len(self.in_flight) < slots:
-                self.start(client, definition, name)
             busy.add(record["student"])
+            try:
+                self.handle(client, definition, slots, name, record)
+            except FileNotFoundError as error:  # its folder left the exchange: nothing to grade or tell
+                self.ledger.update(name, status="failed", failure=f"gone from the exchange ({error})")
+                log(self.out, f"FAILED {name}: gone from the exchange ({error})")
+            except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
+                self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
+
+    def handle(self, client, definition, slots, name, record):
+        """The next step of the student's oldest queued submission: release a limit or refusal, or start grading."""
+        if record["decision"] == "limit":
+            self.collect(name)
+            self.release_pages(name, lambda nb: notes.limited(nb, record["message"], record["next_at"]))
+            self.ledger.update(name, status="limited", released_at=time.time())
+            log(self.out, f"limited {name}: feedback says when to come back")
+        elif record["decision"] == "refuse":
+            self.release_pages(name, lambda nb: notes.not_graded(nb, record["message"]))
+            self.ledger.update(name, status="refused", released_at=time.time())
+        elif self.ledger.paused:
+            if not record.get("repair_notice"):
+                self.release_pages(name, notes.repair)
+                self.ledger.update(name, repair_notice=True)
+                log(self.out, f"not graded yet (grading stopped) {name}: told the grader is being repaired")
+        elif len(self.in_flight) < slots:
+            self.start(client, definition, name)
 
     def collect(self, name):
         student = self.ledger.submissions[name]["student"]
@@ -175,7 +185,10 @@ class Service:
             elif result["environment"]:
                 self.pause(client, name, "; ".join(f"{nb}: {why}" for nb, why in sorted(result["environment"].items())))
             else:
-                self.write(name, found, fingerprint, result)
+                try:
+                    self.write(name, found, fingerprint, result)
+                except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
+                    self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
         for future, (name, started, found, fingerprint) in list(self.in_flight.items()):
             if time.monotonic() - started > self.limits.task_timeout_s:
                 del self.in_flight[future]
@@ -186,10 +199,13 @@ class Service:
 
     def restart_worker(self, client, future):
         """The worker grading a task that hangs: restarted, so it takes the next submission."""
-        where = client.run_on_scheduler(_processing_on, future.key)
-        future.cancel()
-        if where:
-            client.restart_workers([where], raise_for_error=False)
+        try:
+            where = client.run_on_scheduler(_processing_on, future.key)
+            future.cancel()
+            if where:
+                client.restart_workers([where], raise_for_error=False)
+        except Exception as error:  # noqa: BLE001 - the next task waits for that worker; the service goes on
+            log(self.out, f"could not restart the worker of {future.key}: {type(error).__name__}: {error}")
 
     def fail(self, name, found, fingerprint, why):
         """The submission crashed or hung its worker: 0 with the reason, told to the student; the service goes on."""
@@ -292,6 +308,6 @@ class Service:
         log(self.out, "stopped")
 
 
-def _processing_on(dask_scheduler, key):
+def _processing_on(key, dask_scheduler=None):  # Dask passes the scheduler by keyword
     state = dask_scheduler.tasks.get(key)
     return state.processing_on.address if state is not None and state.processing_on is not None else None
