@@ -50,6 +50,7 @@ class Service:
         self.settings = {} if canary else {"TrustedExecute.canary": False}
         self.in_flight = {}  # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
         self.stopping = False
+        self.client = None  # the Dask client, while run() runs
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind, student):
@@ -210,7 +211,10 @@ class Service:
     def fail(self, name, found, fingerprint, why):
         """The submission crashed or hung its worker: 0 with the reason, told to the student; the service goes on."""
         log(self.out, f"FAILED {name}: {why}")
-        self.write(name, found, fingerprint, None, why)
+        try:
+            self.write(name, found, fingerprint, None, why)
+        except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
+            self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
 
     def write(self, name, found, fingerprint, result, failure=None):
         """The one writer: scores into the gradebook, autograded/ and feedback/, the batch's record, the release."""
@@ -238,7 +242,9 @@ class Service:
         def page(nb):
             if f"{nb}.html" in pages:
                 return notes.with_banner(pages[f"{nb}.html"], record["message"])
-            why = failure or "; ".join(reasons.get(nb) or ["this notebook is not part of the assignment"])
+            made = (result or {}).get("feedback_failure")
+            why = failure or "; ".join(reasons.get(nb) or [
+                f"its feedback page could not be made ({made})" if made else "it is not part of the assignment"])
             return notes.not_graded(nb, why)
 
         self.release_pages(name, page)
@@ -291,6 +297,7 @@ class Service:
             gradebook.make_template(self.url, Path(scratch) / "template.db", self.course_id)
             spec = task.definition(self.course_dir, ASSIGNMENT, self.expected, Path(scratch) / "template.db")
         with engine.cluster(self.scheduler, self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
+            self.client = client
             log(self.out, f"serving {self.exchange / 'inbound'}; grading on: {engine.describe(client)}; "
                           f"{interrupted and f'{len(interrupted)} interrupted grading(s) queued again; ' or ''}"
                           f"limit: {self.limits.graded_per_window} graded per {self.limits.window_hours:g} h")
