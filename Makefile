@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # Test processes (pytest-xdist): much of the suite waits on kernels, servers and a browser, so two cores run two.
 TEST_PROCESSES ?= 2
 
-.PHONY: help demo test test-fast lab release check grade bench-grading bench-load clean reset-course student-copy
+.PHONY: help demo test test-fast lab release check grade serve bench-grading bench-load clean reset-course student-copy
 .DEFAULT_GOAL := help
 
 help:  ## list the targets and what each does
@@ -51,6 +51,9 @@ check: $(VENV)/installed  ## instructors' checker with hidden tests: make check 
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 
+serve: $(VENV)/installed  ## instructor: grade each submission in the exchange as it arrives and release its feedback (a fair limit per student; SERVE_ARGS="--status")
+	python -m perfaudit.serve $(SERVE_ARGS)
+
 bench-grading: $(VENV)/installed  ## benchmark: 40 submissions on 1 and 2 local workers and a loopback Dask cluster vs plain serial nbgrader (STUDENTS=8: fewer)
 	python benchmarks/batch_grading.py $(if $(STUDENTS),--students $(STUDENTS))
 
@@ -63,5 +66,5 @@ clean:  ## remove what can be made again: evidence (runs/), the student copy (di
 
 reset-course:  ## DELETES submitted work, gradebook.db, autograded/, feedback/ and the local exchange: a new term
 	@echo "Removing submitted/, gradebook.db, autograded/, feedback/, exchange/ (student work and grades)."
-	rm -rf gradebook.db gradebook.db.versions.json submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ exchange
+	rm -rf gradebook.db gradebook.db.versions.json gradebook.db.serve.json submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ exchange
 	$(MAKE) --no-print-directory clean

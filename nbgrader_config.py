@@ -56,3 +56,7 @@ c.SandboxLimits.scratch_mb = 512  # its working folder and, separately, its /tmp
 # Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
 _feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
 c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests] + _feedback[1:]  # after GetGrades
+
+# --- the grading service (python -m perfaudit.serve, make serve): feedback before the deadline, with a limit ---
+c.GradingService.graded_per_window = 3  # graded submissions per student in any window before the deadline
+c.GradingService.window_hours = 24  # after the gradebook's due date, one graded submission (graded_after_deadline)

@@ -1,0 +1,8 @@
+"""python -m perfaudit.serve: grade each submission from nbgrader's exchange as it arrives, with a fair limit.
+
+settings.py  GradingService: the limit, the poll interval, the owner check (nbgrader_config.py)
+ledger.py    every submission the service has seen and what became of it, one JSON file beside the gradebook
+exchange.py  the exchange's inbound (what arrived, from whom), collect into submitted/, release feedback
+notes.py     the feedback pages the service writes itself: limited, could not be graded, being repaired
+service.py   the loop: notice, decide, collect, grade on Dask (perfaudit/grade/task.py), write, release
+"""

@@ -1,0 +1,56 @@
+"""python -m perfaudit.serve: grade each submission in nbgrader's exchange as it arrives, and release its feedback.
+
+    python -m perfaudit.serve                      # serve this course directory until stopped (Ctrl-C)
+    python -m perfaudit.serve --status             # queued, grading, graded, limited; submit -> feedback times
+    python -m perfaudit.serve --scheduler tcp://host:8786   # grade on a running Dask cluster
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.autograde.sandbox import SandboxUnavailable
+from perfaudit.grade.engine import SchedulerUnreachable
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.serve", description=__doc__.splitlines()[0])
+    parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
+    parser.add_argument("--status", action="store_true", help="print the queue and the times, then exit")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes of the local cluster started here (default: cores)")
+    parser.add_argument("--scheduler", help="grade on a running Dask cluster (docs/grading-at-scale.md)")
+    parser.add_argument("--skip-canary", dest="canary", action="store_false",
+                        help="do not grade the instructor's solutions and the release first in each worker process")
+    parser.add_argument("--until-idle", action="store_true",
+                        help="stop once nothing is queued or grading (a benchmark's or a cron job's run)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse(argv)
+    if not (args.course_dir / "nbgrader_config.py").is_file():
+        print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
+              "course directory, or name it with --course-dir.", file=sys.stderr)
+        return 2
+    from perfaudit.serve.service import Service
+
+    service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
+    if args.status:
+        from perfaudit.serve.ledger import status_lines
+
+        print(f"ledger: {service.ledger.path}")
+        print("\n".join(status_lines(service.ledger)))
+        return 0
+    try:
+        service.run(until_idle=args.until_idle)
+    except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
+        print(refusal, file=sys.stderr)
+        return 2
+    return 3 if service.ledger.paused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Every submission the service has seen and what became of it: one JSON file beside the gradebook.
+
+Keyed by the submission's folder name in the exchange's inbound (`<student>+<assignment>+<timestamp>+<random>`),
+which nbgrader makes unique per submission. Each change is written at once, to a temporary file then moved over
+the old one (os.replace), so a service killed at any moment leaves either the old ledger or the new one. A
+submission is written as graded only after its scores are in the gradebook and its feedback released: a restart
+grades again only what was grading when the service stopped, and never one whose result was written.
+"""
+
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+FILE_SUFFIX = ".serve.json"  # beside a sqlite gradebook: gradebook.db.serve.json
+STATES = ("queued", "grading", "graded", "limited", "failed", "refused")
+
+
+def path_for(db_url, autograded_dir):
+    """Beside a sqlite gradebook file; for another database, in autograded/.batch-grading/ with the batch's records."""
+    url = make_url(db_url)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        database = Path(url.database)
+        return database.with_name(database.name + FILE_SUFFIX)
+    return Path(autograded_dir) / ".batch-grading" / f"serve{FILE_SUFFIX}"
+
+
+class Ledger:
+    def __init__(self, path):
+        self.path = Path(path)
+        data = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.submissions = data.get("submissions", {})  # {inbound folder name: record}
+        self.paused = data.get("paused")  # why grading stopped (an environment fault), or None
+
+    def save(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w") as handle:
+            json.dump({"submissions": self.submissions, "paused": self.paused}, handle, indent=1, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
+
+    def update(self, name, **fields):
+        self.submissions[name].update(fields)
+        self.save()
+
+    def of_student(self, student):
+        return [r for r in self.submissions.values() if r["student"] == student]
+
+    def in_state(self, *states):
+        return sorted((name for name, r in self.submissions.items() if r["status"] in states),
+                      key=lambda name: (self.submissions[name]["seen_at"], name))
+
+
+def percentile(values, fraction):
+    """The nearest-rank percentile of values (sorted or not): the smallest value with that fraction at or below it."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * fraction // 1))  # ceil without float drift for small lists
+    return ordered[int(rank) - 1]
+
+
+def status_lines(ledger, now=None):
+    """What `python -m perfaudit.serve --status` prints: counts, what is in hand, submit-to-feedback times."""
+    now = time.time() if now is None else now
+    records = list(ledger.submissions.values())
+    counts = {state: sum(1 for r in records if r["status"] == state) for state in STATES}
+    lines = ["submissions: " + ", ".join(f"{state} {counts[state]}" for state in STATES)]
+    if ledger.paused:
+        lines.append(f"GRADING STOPPED (an environment fault; students are told 'not graded yet: the grader is being "
+                     f"repaired'): {ledger.paused}. Repair it and restart the service: it grades them then.")
+    for name in sorted(n for n, r in ledger.submissions.items() if r["status"] in ("queued", "grading")):
+        record = ledger.submissions[name]
+        lines.append(f"  {record['status']:<8} {record['student']} waiting {now - record['seen_at']:.0f} s ({name})")
+    waits = [r["released_at"] - r["submitted_at_s"] for r in records if r.get("released_at")]
+    graded = [r["released_at"] - r["submitted_at_s"] for r in records if r.get("released_at") and
+              r["status"] == "graded"]
+    for label, values in (("all feedback", waits), ("graded", graded)):
+        if values:
+            lines.append(f"submit -> feedback, {label} ({len(values)}): median {statistics.median(values):.1f} s, "
+                         f"95th percentile {percentile(values, 0.95):.1f} s")
+        else:
+            lines.append(f"submit -> feedback, {label}: none released yet")
+    return lines

@@ -1,0 +1,320 @@
+"""The loop: notice new submissions in the exchange, decide (the fair limit), collect, grade on Dask, write, release.
+
+Grading is the batch command's own per-student task (perfaudit/grade/task.py: nbgrader autograde with the course's
+plug-ins, student code sandboxed, tests decided in the grader, generate_feedback without hidden tests) on a Dask
+cluster that lives as long as the service (a local one by default), so each worker process runs the canary once,
+before its first student. This process alone writes the gradebook, autograded/, feedback/, the batch's records
+(so `make grade` later skips a student whose submission is unchanged) and the ledger.
+
+A student's submissions are handled one at a time, in the order they arrived: submitted/<student>/ holds one
+submission, and the released feedback must be that submission's. Whether a submission is graded is decided when it
+is first seen, by the service's clock (the exchange's timestamp is the student's to write) and the student id the
+exchange's owner check vouches for, and kept in the ledger: a restart never decides again.
+"""
+
+import signal
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from datetime import timezone
+from pathlib import Path
+
+from nbgrader.coursedir import CourseDirectory
+from sqlalchemy.exc import SAWarning
+
+from perfaudit import ASSIGNMENT
+from perfaudit.autograde import sandbox
+from perfaudit.grade import diagnose, engine, gradebook, run, task, worker
+from perfaudit.serve import exchange, notes
+from perfaudit.serve.ledger import Ledger, path_for
+from perfaudit.serve.settings import GradingService
+
+
+def log(out, message):
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=out, flush=True)
+
+
+class Service:
+    def __init__(self, course_dir, workers=1, scheduler=None, canary=True, out=sys.stdout):
+        self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
+        config = worker.course_config(self.course_dir)
+        self.limits = GradingService(config=config)
+        self.coursedir = CourseDirectory(config=config)
+        self.url, self.course_id = self.coursedir.db_url, self.coursedir.course_id
+        self.exchange = exchange.course_path(config, self.coursedir)
+        self.autograded = Path(self.coursedir.format_path(self.coursedir.autograded_directory, ".", ".")).resolve()
+        self.ledger = Ledger(path_for(self.url, self.autograded))
+        self.batch_state = run.State(self.autograded)
+        self.settings = {} if canary else {"TrustedExecute.canary": False}
+        self.in_flight = {}  # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
+        self.stopping = False
+        self.client = None  # the Dask client, while run() runs
+
+    # --- where things are -------------------------------------------------------------------------------------
+    def folder(self, kind, student):
+        return Path(self.coursedir.format_path(kind, student, ASSIGNMENT))
+
+    def inbound(self, name):
+        return self.exchange / "inbound" / name
+
+    def due(self):
+        """The gradebook's due date for the assignment, as seconds since the epoch, or None."""
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            duedate = course_gb.find_assignment(ASSIGNMENT).duedate
+        return duedate.replace(tzinfo=timezone.utc).timestamp() if duedate else None
+
+    # --- the fair limit ---------------------------------------------------------------------------------------
+    def decide(self, student, now, due):
+        """("grade" or "limit", what the student is told, when the next graded submission is possible or None)."""
+        counted = sorted(r["seen_at"] for r in self.ledger.of_student(student) if r["decision"] == "grade")
+        if due is not None and now > due:
+            after = [seen for seen in counted if seen > due]
+            if len(after) >= self.limits.graded_after_deadline:
+                return ("limit", f"After the deadline ({notes.when(due)}) a submission is graded "
+                        f"{self.limits.graded_after_deadline} time(s), and yours was.", None)
+            return "grade", "This submission came after the deadline: it is your graded one.", None
+        window = self.limits.window_hours * 3600
+        recent = [seen for seen in counted if now - seen < window]
+        allowed = self.limits.graded_per_window
+        if len(recent) >= allowed:
+            next_at = recent[len(recent) - allowed] + window
+            return ("limit", f"You have had {allowed} graded submission(s) in the last {self.limits.window_hours:g} "
+                    "hours, the limit before the deadline.", next_at)
+        return ("grade", f"Graded submission {len(recent) + 1} of the {allowed} you may have in any "
+                f"{self.limits.window_hours:g} hours before the deadline.", None)
+
+    def notice(self):
+        """Add every new complete submission of the exchange's inbound to the ledger, decided."""
+        found = exchange.arrivals(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions)
+        due = self.due() if found else None
+        for name, student, stamped in found:
+            now = time.time()
+            submitted_at = min(stamped.replace(tzinfo=timezone.utc).timestamp(), now)
+            record = {"student": student, "seen_at": now, "submitted_at_s": submitted_at, "status": "queued",
+                      "gradings": 0}
+            claimed_by = exchange.owner(self.inbound(name))
+            unsafe = exchange.unsafe(self.inbound(name))
+            if self.limits.check_owner and claimed_by != student:
+                record.update(decision="refuse", status="refused", message=f"submitted under the name {student} by "
+                              f"the account {claimed_by} (the exchange's owner check): not collected")
+                self.ledger.submissions[name] = record
+                self.ledger.save()
+                log(self.out, f"REFUSED {name}: {record['message']}")
+                continue
+            if unsafe:
+                record.update(decision="refuse", status="queued", message=f"This submission was not graded: {unsafe}.")
+            else:
+                decision, message, next_at = self.decide(student, now, due)
+                record.update(decision=decision, message=message, next_at=next_at)
+            self.ledger.submissions[name] = record
+            self.ledger.save()
+            log(self.out, f"new submission {name}: {record['decision']}")
+
+    # --- handing out work -------------------------------------------------------------------------------------
+    def dispatch(self, client, definition, slots):
+        busy = {self.ledger.submissions[name]["student"] for name, *_ in self.in_flight.values()}
+        for name in self.ledger.in_state("queued"):
+            record = self.ledger.submissions[name]
+            if record["student"] in busy:
+                continue  # the student's earlier submission first
+            busy.add(record["student"])
+            try:
+                self.handle(client, definition, slots, name, record)
+            except FileNotFoundError as error:  # its folder left the exchange: nothing to grade or tell
+                self.ledger.update(name, status="failed", failure=f"gone from the exchange ({error})")
+                log(self.out, f"FAILED {name}: gone from the exchange ({error})")
+            except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
+                self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
+
+    def handle(self, client, definition, slots, name, record):
+        """The next step of the student's oldest queued submission: release a limit or refusal, or start grading."""
+        if record["decision"] == "limit":
+            self.collect(name)
+            self.release_pages(name, lambda nb: notes.limited(nb, record["message"], record["next_at"]))
+            self.ledger.update(name, status="limited", released_at=time.time())
+            log(self.out, f"limited {name}: feedback says when to come back")
+        elif record["decision"] == "refuse":
+            self.release_pages(name, lambda nb: notes.not_graded(nb, record["message"]))
+            self.ledger.update(name, status="refused", released_at=time.time())
+        elif self.ledger.paused:
+            if not record.get("repair_notice"):
+                self.release_pages(name, notes.repair)
+                self.ledger.update(name, repair_notice=True)
+                log(self.out, f"not graded yet (grading stopped) {name}: told the grader is being repaired")
+        elif len(self.in_flight) < slots:
+            self.start(client, definition, name)
+
+    def collect(self, name):
+        student = self.ledger.submissions[name]["student"]
+        submitted = self.folder(self.coursedir.submitted_directory, student)
+        exchange.collect(self.inbound(name), submitted)
+        return student, submitted
+
+    def start(self, client, definition, name):
+        student, submitted = self.collect(name)
+        found = diagnose.diagnose(submitted, self.expected)
+        if not found.gradable:
+            self.write(name, found, run.fingerprint(submitted), None)
+            return
+        files = task.submitted_files(submitted)
+        future = client.submit(task.grade, definition, student, files, found.gradable, self.settings, True,
+                               key=f"serve-{student}-{uuid.uuid4().hex[:8]}", pure=False)
+        self.in_flight[future] = (name, time.monotonic(), found, run.fingerprint(submitted))
+        self.ledger.update(name, status="grading", started_at=time.time())
+        log(self.out, f"grading {name}")
+
+    # --- results ----------------------------------------------------------------------------------------------
+    def harvest(self, client):
+        for future in [f for f in self.in_flight if f.done()]:
+            name, _, found, fingerprint = self.in_flight.pop(future)
+            try:
+                result = future.result()
+            except engine.KilledWorker as error:
+                self.fail(name, found, fingerprint, f"Grading this submission stopped the grader's worker process "
+                          f"{error.allowed_failures + 1} times (a crash, or more memory than a submission may use): "
+                          "it was not graded and counts as 0 for now.")
+                continue
+            except Exception as error:  # the grader's own code failed: the environment's fault, never a 0
+                self.pause(client, name, f"the grader failed on a worker ({type(error).__name__}: {error})")
+                continue
+            if not task.is_plain(result):
+                self.pause(client, name, "a grading task returned something that is not plain data")
+            elif result["canary"]:
+                self.pause(client, name, f"{result['canary']} (worker on {result['host']}, process {result['pid']})")
+            elif result["environment"]:
+                self.pause(client, name, "; ".join(f"{nb}: {why}" for nb, why in sorted(result["environment"].items())))
+            else:
+                try:
+                    self.write(name, found, fingerprint, result)
+                except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
+                    self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
+        for future, (name, started, found, fingerprint) in list(self.in_flight.items()):
+            if time.monotonic() - started > self.limits.task_timeout_s:
+                del self.in_flight[future]
+                self.restart_worker(client, future)
+                self.fail(name, found, fingerprint, f"Grading this submission took longer than "
+                          f"{self.limits.task_timeout_s} s, so it was stopped: it was not graded and counts as 0 for "
+                          "now. Look for a loop that never ends or a call that waits forever.")
+
+    def restart_worker(self, client, future):
+        """The worker grading a task that hangs: restarted, so it takes the next submission."""
+        try:
+            where = client.run_on_scheduler(_processing_on, future.key)
+            future.cancel()
+            if where:
+                client.restart_workers([where], raise_for_error=False)
+        except Exception as error:  # noqa: BLE001 - the next task waits for that worker; the service goes on
+            log(self.out, f"could not restart the worker of {future.key}: {type(error).__name__}: {error}")
+
+    def fail(self, name, found, fingerprint, why):
+        """The submission crashed or hung its worker: 0 with the reason, told to the student; the service goes on."""
+        log(self.out, f"FAILED {name}: {why}")
+        try:
+            self.write(name, found, fingerprint, None, why)
+        except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
+            self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
+
+    def write(self, name, found, fingerprint, result, failure=None):
+        """The one writer: scores into the gradebook, autograded/ and feedback/, the batch's record, the release."""
+        student = self.ledger.submissions[name]["student"]
+        autograded = self.folder(self.coursedir.autograded_directory, student)
+        feedback = self.folder(self.coursedir.feedback_directory, student)
+        worker.remove_tree(autograded)
+        worker.remove_tree(feedback)
+        reasons = {nb: list(r) for nb, r in found.reasons.items()}
+        for nb, why in ((result or {}).get("failures") or {}).items():
+            reasons.setdefault(nb, []).append(why)
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            if result and result["results"] is not None:
+                gradebook.apply_submission(course_gb, ASSIGNMENT, student, result["results"])
+                task.write_tree(result["autograded"], autograded)
+                task.write_tree(result["feedback"], feedback)
+            else:
+                gradebook.record_empty(course_gb, ASSIGNMENT, student)
+            scores = gradebook.scores(course_gb, ASSIGNMENT)[student]
+        self.batch_state.save(student, {"fingerprint": fingerprint, "reasons": reasons, "graded_at": time.time(),
+                                        "graded_by": "perfaudit.serve"})
+        record = self.ledger.submissions[name]
+        pages = (result or {}).get("feedback") or {}
+
+        def page(nb):
+            if f"{nb}.html" in pages:
+                return notes.with_banner(pages[f"{nb}.html"], record["message"])
+            made = (result or {}).get("feedback_failure")
+            why = failure or "; ".join(reasons.get(nb) or [
+                f"its feedback page could not be made ({made})" if made else "it is not part of the assignment"])
+            return notes.not_graded(nb, why)
+
+        self.release_pages(name, page)
+        score, max_score = (sum(s[i] for s in scores.values()) for i in (0, 1))
+        self.ledger.update(name, status="failed" if failure else "graded", score=score, max_score=max_score,
+                           released_at=time.time(), gradings=record["gradings"] + 1, failure=failure)
+        log(self.out, f"graded {name}: {score:g}/{max_score:g}, feedback released")
+
+    def release_pages(self, name, page_for):
+        try:
+            secret = exchange.secret(self.inbound(name))
+        except OSError as error:
+            log(self.out, f"no feedback released for {name}: its secret cannot be read ({error})")
+            return
+        for nb in exchange.notebooks(self.inbound(name)):
+            exchange.release(self.exchange, secret, nb, page_for(nb))
+
+    def pause(self, client, name, why):
+        """An environment fault: grading stops, the submissions in hand go back to the queue, students are told."""
+        log(self.out, f"GRADING STOPPED: the grading environment failed: {why}. Students are told 'not graded yet: "
+                      "the grader is being repaired'. Repair it and restart the service.")
+        self.ledger.paused = why
+        self.ledger.update(name, status="queued")
+        for future, (other, *_) in list(self.in_flight.items()):
+            future.cancel()
+            self.ledger.update(other, status="queued")
+        self.in_flight.clear()
+
+    # --- the loop ---------------------------------------------------------------------------------------------
+    def run(self, until_idle=False):
+        """Serve until SIGTERM or SIGINT (or, with until_idle, until nothing is queued or grading)."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: setattr(self, "stopping", True))
+        if not self.scheduler:
+            sandbox.require()
+        worker.venv_first_on_path()
+        # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
+        warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
+        interrupted = self.ledger.in_state("grading")
+        for name in interrupted:  # the service stopped while grading it: nothing of it was written
+            self.ledger.update(name, status="queued")
+        if self.ledger.paused:
+            log(self.out, f"restarted after an environment fault ({self.ledger.paused}): grading again")
+            self.ledger.paused = None
+            self.ledger.save()
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            self.expected = {nb.name: [c.name for c in nb.source_cells]
+                             for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
+        with tempfile.TemporaryDirectory(prefix="perfaudit-serve-") as scratch:
+            gradebook.make_template(self.url, Path(scratch) / "template.db", self.course_id)
+            spec = task.definition(self.course_dir, ASSIGNMENT, self.expected, Path(scratch) / "template.db")
+        with engine.cluster(self.scheduler, self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
+            self.client = client
+            log(self.out, f"serving {self.exchange / 'inbound'}; grading on: {engine.describe(client)}; "
+                          f"{interrupted and f'{len(interrupted)} interrupted grading(s) queued again; ' or ''}"
+                          f"limit: {self.limits.graded_per_window} graded per {self.limits.window_hours:g} h")
+            definition = client.submit(task.hold, spec, key=f"definition-{spec['digest'][:16]}", pure=False)
+            slots = sum(client.nthreads().values())
+            while not self.stopping:
+                self.notice()
+                self.harvest(client)
+                self.dispatch(client, definition, slots)  # after harvest: a pause tells the queued students at once
+                if until_idle and not self.ledger.in_state("queued", "grading") and not self.in_flight:
+                    break
+                if until_idle and self.ledger.paused and not self.in_flight:
+                    break
+                time.sleep(self.limits.poll_seconds)
+        log(self.out, "stopped")
+
+
+def _processing_on(key, dask_scheduler=None):  # Dask passes the scheduler by keyword
+    state = dask_scheduler.tasks.get(key)
+    return state.processing_on.address if state is not None and state.processing_on is not None else None
