@@ -89,7 +89,7 @@ def _message(text):
 
 def _table(header, rows, table_id=None, sortable=True):
     """rows: lists of Cells or plain values, escaped here."""
-    attributes = (f' id="{table_id}"' if table_id else "") + (' class="sortable"' if sortable else "")
+    attributes = (f' id="{e(table_id)}"' if table_id else "") + (' class="sortable"' if sortable else "")
     head = "".join(f"<th>{e(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(c if isinstance(c, Cell) else f"<td>{e(c)}</td>"
                                      for c in row) + "</tr>\n" for row in rows)
@@ -159,7 +159,8 @@ def _failures_section(analysed):
         more = (f'<p class="note">and {len(rest)} other cause(s), {sum(n for _, n, _ in rest)} student(s)</p>'
                 if rest else "")
         parts.append(f"<h3>{e(item.notebook)} / {e(item.name)}: {item.graded - item.passed} of {item.graded} "
-                     f"failed</h3>\n" + _table(["students", "cause", "example"], rows) + more)
+                     f"failed</h3>\n" + _table(["students", "cause", "example"], rows,
+                                                f"failures-{item.notebook}-{item.name}") + more)
     if len(parts) == 1:
         parts.append("<p>No test failed.</p>")
     return "\n".join(parts)
