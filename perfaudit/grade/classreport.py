@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from nbgrader.api import MissingEntry
 from sqlalchemy.engine import make_url
 
 from perfaudit import ASSIGNMENT
@@ -276,7 +277,13 @@ def after_run(course_dir, url, course_id, autograded, batch, before, when, out, 
 def build_for(course_dir, db_url=None):
     """--report: the page for a course directory, from its gradebook (nbgrader_config.py's, or db_url)."""
     from perfaudit.grade.export import course_directory
+    from perfaudit.grade.worker import venv_first_on_path
 
+    venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
     coursedir = course_directory(Path(course_dir).resolve(), db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
-    return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded)
+    try:
+        return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded)
+    except MissingEntry:
+        raise SystemExit(f"The gradebook ({make_url(coursedir.db_url).render_as_string(hide_password=True)}) has no "
+                         f"assignment '{ASSIGNMENT}': nothing graded to report on yet.")

@@ -166,14 +166,21 @@ def recorder(autograded, state_dir, spec, course_gb, source_dir, limits, sandbox
 
 def export_course(course_dir, db_url=None, out_dir=None, state_dir=".batch-grading"):
     """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
+    from nbgrader.api import MissingEntry
+
     from perfaudit import ASSIGNMENT
     from perfaudit.grade.export import EXPORT_DIR, course_directory
     from perfaudit.grade.gradebook import opened
+    from perfaudit.grade.worker import venv_first_on_path
 
+    venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
     coursedir = course_directory(Path(course_dir).resolve(), db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     with opened(coursedir.db_url, coursedir.course_id) as course_gb:
-        assignment = course_gb.find_assignment(ASSIGNMENT)
+        try:
+            assignment = course_gb.find_assignment(ASSIGNMENT)
+        except MissingEntry:
+            raise SystemExit(f"The gradebook has no assignment '{ASSIGNMENT}': nothing graded, no records yet.")
         notebooks = [nb.name for nb in assignment.notebooks]
         students = [sub.student.id for sub in assignment.submissions]
     graded = {(s, nb) for s in students for nb in notebooks
