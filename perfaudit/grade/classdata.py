@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nbgrader.api import (Assignment, Grade, GradeCell, Notebook, Student, SubmittedAssignment,
+from nbgrader.api import (Assignment, Grade, GradeCell, MissingEntry, Notebook, Student, SubmittedAssignment,
                           SubmittedNotebook)
-
-from perfaudit.grade import gradebook
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
 
 MESSAGE_CHARS = 400  # one failure message as the report shows it; the rest is cut
 # Every number, signed or not, in a name too (float32 -> float#): what differs between two students' messages for
@@ -62,25 +62,33 @@ def cause(message):
 
 
 def read(url, course_id, assignment, autograded, students=None):
-    """ClassData for every student with a submission (or only `students`) of the assignment."""
+    """ClassData for every student with a submission (or only `students`) of the assignment (course_id: unused,
+    nbgrader keeps one course per gradebook)."""
     autograded = Path(autograded)
     data = ClassData()
-    with gradebook.opened(url, course_id) as course_gb:
-        for nb in course_gb.find_assignment(assignment).notebooks:
-            data.tests += [GradedCell(nb.name, cell.name, cell.max_score) for cell in nb.grade_cells
-                           if cell.cell_type == "code"]
-        rows = (
-            course_gb.db.query(Student.id, Notebook.name, GradeCell.name, Grade.score)
-            .select_from(Grade)
-            .join(GradeCell, Grade.cell_id == GradeCell.id)
-            .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
-            .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
-            .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-            .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
-            .join(Student, SubmittedAssignment.student_id == Student.id)
-            .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
-            .all()
-        )
+    engine = create_engine(url)  # read with nbgrader's tables, not its Gradebook: that runs `alembic` each time
+    try:
+        with Session(engine) as db:
+            found = db.query(Assignment).filter(Assignment.name == assignment).one_or_none()
+            if found is None:
+                raise MissingEntry(f"No such assignment: {assignment}")
+            for nb in found.notebooks:
+                data.tests += [GradedCell(nb.name, cell.name, cell.max_score) for cell in nb.grade_cells
+                               if cell.cell_type == "code"]
+            rows = (
+                db.query(Student.id, Notebook.name, GradeCell.name, Grade.score)
+                .select_from(Grade)
+                .join(GradeCell, Grade.cell_id == GradeCell.id)
+                .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
+                .all()
+            )
+    finally:
+        engine.dispose()
     wanted = None if students is None else set(students)
     for student, notebook, test, score in rows:
         if wanted is None or student in wanted:
