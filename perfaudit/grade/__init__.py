@@ -7,4 +7,9 @@ gradebook.py scratch gradebooks for workers; the parent, the one writer, merges 
 summary.py   the terminal summary
 names.py     which file and folder names from a download or submitted/ are taken
 escape.py    text from a submission as one printable line, for the terminal and reports
+classdata.py every student's score and message per test, read from the gradebook and autograded/
+items.py     item analysis: pass counts, discrimination, failures grouped by cause
+classreport.py  reports/class-report.html, one self-contained page (python -m perfaudit.grade --report)
+regrade.py   the scores kept before a run grades anyone again, and reports/regrade-<time>.csv
+records.py   the record behind every graded notebook (--export records)
 """

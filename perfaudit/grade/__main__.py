@@ -5,6 +5,8 @@
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
     python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
     python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
+    python -m perfaudit.grade --report              # reports/class-report.html (also written after every run)
+    python -m perfaudit.grade --export records      # exports/records.jsonl: what graded each notebook
 """
 
 import argparse
@@ -13,7 +15,7 @@ import sys
 from pathlib import Path
 
 try:
-    from perfaudit.grade import export
+    from perfaudit.grade import classreport, export, records
     from perfaudit.grade.engine import SchedulerUnreachable
     from perfaudit.grade.run import Options, run
     from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
@@ -43,15 +45,21 @@ def parse(argv):
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
-    lms = parser.add_argument_group("back to the LMS (no grading: reads the gradebook and feedback/)")
-    lms.add_argument("--export", choices=["canvas", "moodle"], help="write exports/<lms>-grades.csv to import and "
-                     "exports/<lms>-feedback.zip to upload")
+    lms = parser.add_argument_group("reports and exports (no grading: they read the gradebook, autograded/ and "
+                                    "feedback/)")
+    lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "
+                     "test's pass rate, discrimination and commonest failures, the last regrade's changes, time per "
+                     "notebook, who was not graded (every grading run writes it too)")
+    lms.add_argument("--export", choices=["canvas", "moodle", "records"], help="canvas, moodle: write "
+                     "exports/<lms>-grades.csv to import and exports/<lms>-feedback.zip to upload; records: write "
+                     "exports/records.jsonl, the record behind each grade (sha256 of the submitted and source "
+                     "notebooks, versions, sandbox limits, machine, time, duration)")
     lms.add_argument("--roster", type=Path, help="the LMS's own file: Canvas's gradebook export (CSV), or Moodle's "
                      "grading worksheet")
     lms.add_argument("--lms-column", help="Canvas: the assignment's column, e.g. 'Performance audit (98765)' "
                      "(default: the roster's only one)")
     args = parser.parse_args(argv)
-    if args.export and not args.roster:
+    if args.export in ("canvas", "moodle") and not args.roster:
         parser.error("--export needs --roster: the file the LMS gives you to fill in")
     return args
 
@@ -62,11 +70,18 @@ def main(argv=None):
         print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
               "course directory, or name it with --course-dir.", file=sys.stderr)
         return 2
+    if args.report:
+        path, seconds = classreport.build_for(args.course_dir, args.db_url)
+        print(f"Class report: {path} (built in {seconds:.1f} s)")
+        return 0
+    if args.export == "records":
+        print("\n".join(records.export_course(args.course_dir, args.db_url)))
+        return 0
     if args.export:
         done = export.export(args.export, args.course_dir, args.roster, args.lms_column, args.db_url)
         print("\n".join(done.lines))
         return 0
-    options = {k: v for k, v in vars(args).items() if k not in ("export", "roster", "lms_column")}
+    options = {k: v for k, v in vars(args).items() if k not in ("export", "roster", "lms_column", "report")}
     try:
         batch = run(Options(**options))
     except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:

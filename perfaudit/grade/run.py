@@ -26,7 +26,8 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT, course
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import diagnose, engine, gradebook, intake, names, summary, task, versions, worker
+from perfaudit.grade import (classreport, diagnose, engine, gradebook, intake, names, records, regrade, summary,
+                             task, versions, worker)
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 
@@ -196,6 +197,8 @@ def run(options, out=sys.stdout):
             continue
         todo[student] = (diagnose.diagnose(work, expected), print_)
 
+    when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
+    before = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when, STATE_DIR)
     started = time.monotonic()
     _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
@@ -205,6 +208,7 @@ def run(options, out=sys.stdout):
     _record_versions(url, autograded, batch)
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
+    classreport.after_run(course_dir, url, course_id, autograded, batch, before, when, out, STATE_DIR)
     return batch
 
 
@@ -248,7 +252,9 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
             print(f"Grading on: {batch.engine}", file=out)
             if options.scheduler:
                 _check_workers_sandbox(client, limits, batch, out)
-            writer = _Writer(course_gb, coursedir, state, todo, batch, progress)
+            recorder = records.recorder(autograded, STATE_DIR, spec, course_gb, coursedir.source_directory, limits,
+                                        batch.sandbox, worker.course_config(course_dir, settings))
+            writer = _Writer(course_gb, coursedir, state, todo, batch, progress, recorder)
             broken = _run_tasks(client, spec, jobs, settings, options, writer)
     if broken:
         raise canary.GradingEnvironmentError(broken)
@@ -319,9 +325,9 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
 class _Writer:
     """The one writer: a task's plain data into the course gradebook, autograded/, feedback/ and the records."""
 
-    def __init__(self, course_gb, coursedir, state, todo, batch, progress):
+    def __init__(self, course_gb, coursedir, state, todo, batch, progress, recorder=None):
         self.course_gb, self.coursedir, self.state, self.todo = course_gb, coursedir, state, todo
-        self.batch, self.progress = batch, progress
+        self.batch, self.progress, self.recorder = batch, progress, recorder
         self.processes = set()  # (host, pid) of every process that graded a student
 
     def _folder(self, kind, student):
@@ -352,6 +358,8 @@ class _Writer:
             self.zero(student, result["failures"])
             return
         gradebook.apply_submission(self.course_gb, ASSIGNMENT, student, result["results"])
+        if self.recorder:  # the record behind each notebook's grade, beside the gradebook
+            self.recorder.write(result)
         task.write_tree(result["autograded"], self._folder(self.coursedir.autograded_directory, student))
         task.write_tree(result["feedback"], self._folder(self.coursedir.feedback_directory, student))
         _finish(self.state, student, self.todo[student], result["failures"], self.batch, self.progress,

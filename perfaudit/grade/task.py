@@ -25,7 +25,7 @@ from nbgrader.coursedir import CourseDirectory
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.execute import TrustedExecute
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import gradebook, worker
+from perfaudit.grade import gradebook, records, worker
 
 CONFIG_FILE = "nbgrader_config.py"
 _lock = threading.Lock()  # one student at a time per process, whatever the worker's thread count
@@ -147,7 +147,8 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
         root = _course(spec)
         result = {"student": student, "host": os.uname().nodename, "pid": os.getpid(), "canary": None,
                   "failures": {}, "environment": {}, "results": None, "autograded": {}, "feedback": {},
-                  "feedback_failure": None}
+                  "feedback_failure": None, "notebook_seconds": {}, "machine": records.machine(),
+                  "submitted_sha256": {name: records.sha256(data) for name, data in files.items()}}
         result["canary"] = _canary_failure(root, spec, settings)
         if result["canary"]:
             result["seconds"] = time.monotonic() - started
@@ -158,6 +159,7 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
             graded = worker.autograde(str(root), assignment, student, notebooks, str(root / "template.db"),
                                       scratch_dir, settings)
             result["failures"], result["environment"] = graded["failures"], graded["environment"]
+            result["notebook_seconds"] = graded["notebook_seconds"]
             if not result["environment"]:
                 url = gradebook.sqlite_url(graded["scratch"])
                 course_id = CourseDirectory(config=worker.course_config(root)).course_id

@@ -95,7 +95,9 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
     scratch = Path(scratch_dir) / f"{student}.db"
     gradebook.copy_template(template, scratch)
     failures, environment = {}, {}  # environment: not graded, the grading environment's fault, not the student's
+    seconds = {}  # {notebook: its conversion's wall time}: the record behind its grade keeps it
     for notebook in notebooks:
+        notebook_started = time.monotonic()
         config = course_config(
             course_dir,
             {
@@ -114,8 +116,9 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
             environment[notebook] = f"not graded: environment: the disk is full ({_failure(result)})"
         elif not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"
+        seconds[notebook] = time.monotonic() - notebook_started
     return {"student": student, "scratch": str(scratch), "failures": failures, "environment": environment,
-            "seconds": time.monotonic() - started}
+            "seconds": time.monotonic() - started, "notebook_seconds": seconds}
 
 
 def feedback(course_dir, assignment, student, settings):

@@ -1,0 +1,141 @@
+"""The class as data: every student's score on every test, and the message of every failed test.
+
+What the class report (classreport.py) and the regrade diff (regrade.py) read, from the gradebook (one SQL query, so
+1,000 students cost one round trip, not one per grade) and the autograded notebooks (each failed test cell holds
+the one error the grader wrote: its message for the student). A notebook with no autograded copy was not graded:
+its tests' message is the reason the batch recorded (autograded/.batch-grading/<student>.json), "missing: ...".
+Messages come from submissions (a student's exception can say anything): whoever shows one escapes it.
+"""
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nbgrader.api import (Assignment, Grade, GradeCell, MissingEntry, Notebook, Student, SubmittedAssignment,
+                          SubmittedNotebook)
+from sqlalchemy import create_engine
+from sqlalchemy.orm import Session
+
+MESSAGE_CHARS = 400  # one failure message as the report shows it; the rest is cut
+# Every number, signed or not, in a name too (float32 -> float#): what differs between two students' messages for
+# the same cause ("a random 31x31 matrix", "expected -0.313795 at [6, 6]"); stripped from all messages alike. A
+# notebook's number stays ("no 02-retracing.ipynb"): it names the notebook, it is no measurement.
+NUMBER = re.compile(r"(?:(?<![\w.])[-+])?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\d|-[A-Za-z])")
+
+
+@dataclass(frozen=True)
+class GradedCell:
+    notebook: str
+    name: str  # the grade cell's grade id
+    points: float
+
+    @property
+    def key(self):
+        return f"{self.notebook}/{self.name}"
+
+
+@dataclass
+class ClassData:
+    tests: list = field(default_factory=list)  # [GradedCell] in notebook order
+    scores: dict = field(default_factory=dict)  # {student: {test key: score}}
+    messages: dict = field(default_factory=dict)  # {student: {test key: message}}, failed tests only
+    not_graded: dict = field(default_factory=dict)  # {student: {notebook: reason}}: no autograded notebook
+
+    def notebooks(self):
+        """{notebook: maximum} in notebook order."""
+        found = {}
+        for test in self.tests:
+            found[test.notebook] = found.get(test.notebook, 0) + test.points
+        return found
+
+    def notebook_score(self, student, notebook):
+        return sum(self.scores[student].get(t.key, 0) for t in self.tests if t.notebook == notebook)
+
+    def total(self, student):
+        return sum(self.scores[student].get(t.key, 0) for t in self.tests)
+
+
+def cause(message):
+    """The message with its numbers stripped: students failing for the same reason share it."""
+    return NUMBER.sub("#", message)
+
+
+def read(url, course_id, assignment, autograded, students=None):
+    """ClassData for every student with a submission (or only `students`) of the assignment (course_id: unused,
+    nbgrader keeps one course per gradebook)."""
+    autograded = Path(autograded)
+    data = ClassData()
+    engine = create_engine(url)  # read with nbgrader's tables, not its Gradebook: that runs `alembic` each time
+    try:
+        with Session(engine) as db:
+            found = db.query(Assignment).filter(Assignment.name == assignment).one_or_none()
+            if found is None:
+                raise MissingEntry(f"No such assignment: {assignment}")
+            for nb in found.notebooks:
+                data.tests += [GradedCell(nb.name, cell.name, cell.max_score) for cell in nb.grade_cells
+                               if cell.cell_type == "code"]
+            rows = (
+                db.query(Student.id, Notebook.name, GradeCell.name, Grade.score)
+                .select_from(Grade)
+                .join(GradeCell, Grade.cell_id == GradeCell.id)
+                .join(SubmittedNotebook, Grade.notebook_id == SubmittedNotebook.id)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
+                .all()
+            )
+    finally:
+        engine.dispose()
+    wanted = None if students is None else set(students)
+    for student, notebook, test, score in rows:
+        if wanted is None or student in wanted:
+            data.scores.setdefault(student, {})[f"{notebook}/{test}"] = float(score or 0)
+    state_dir = autograded / ".batch-grading"
+    for student in data.scores:
+        data.messages[student] = {}
+        for notebook in data.notebooks():
+            path = autograded / student / assignment / f"{notebook}.ipynb"
+            if path.is_file():
+                data.messages[student].update(_failures(path, notebook))
+            else:
+                data.not_graded.setdefault(student, {})[notebook] = _reason(state_dir, student, notebook)
+        for test in data.tests:  # a failed test with no error shown: the message says so
+            score = data.scores[student].get(test.key, 0)
+            if score < test.points and test.key not in data.messages[student]:
+                data.messages[student][test.key] = data.not_graded.get(student, {}).get(
+                    test.notebook, f"no error shown; {score:g} of {test.points:g} points")
+    return data
+
+
+def _failures(path, notebook):
+    """{test key: the error the grader wrote in that test cell} for one autograded notebook."""
+    found = {}
+    cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if not meta.get("grade") or cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                found[f"{notebook}/{meta.get('grade_id')}"] = one_message(output)
+                break
+    return found
+
+
+def one_message(output):
+    """'AssertionError: workload(A) should be ...': the error's name and first line, cut to MESSAGE_CHARS."""
+    value = (output.get("evalue") or "").strip().splitlines()
+    text = f"{output.get('ename') or 'Error'}: {value[0]}" if value else str(output.get("ename") or "Error")
+    return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " ..."
+
+
+def _reason(state_dir, student, notebook):
+    path = state_dir / f"{student}.json"
+    try:
+        reasons = json.loads(path.read_text()).get("reasons", {}).get(notebook) or []
+    except (OSError, ValueError):
+        reasons = []
+    return "; ".join(reasons) or "not graded: no autograded notebook"

@@ -1,0 +1,189 @@
+"""A record behind every grade: what graded each notebook, kept beside the gradebook as JSON Lines.
+
+When a student appeals, the record says exactly what graded their notebook: the sha256 of the submitted file, of
+the source notebook (which holds the hidden tests) and of the test cells as the gradebook held them (nbgrader
+grades with those), the versions of Python, JAX, jaxlib, NumPy, nbgrader and this package with a digest of this
+package's code (an editable install keeps its version number when its code changes), the sandbox's limits, the
+machine that graded it, the time and how long grading the notebook took. One JSON object per graded notebook is
+appended to autograded/.batch-grading/records.jsonl: a regrade appends, nothing is overwritten. Regrading the
+same files in the same environment writes the same record apart from VOLATILE.
+
+    python -m perfaudit.grade --export records   # exports/records.jsonl: the record behind each grade held now
+"""
+
+import hashlib
+import json
+import os
+import platform
+import socket
+import time
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from perfaudit.grade import versions
+
+FILE = "records.jsonl"
+VOLATILE = ("graded_at", "seconds")  # what differs between two gradings of the same files in one environment
+EXPORTED = "records.jsonl"  # under exports/
+
+
+def sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+@cache
+def package_digest():
+    """sha256 of this package's code and data files (names and bytes), as installed where it runs."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.suffix in (".py", ".json", ".ipynb") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+@cache
+def machine():
+    """What the grading process runs on and with: called on the worker that grades, so a cluster's are its own."""
+    try:
+        package = metadata.version("perfaudit")
+    except metadata.PackageNotFoundError:
+        package = None
+    return {
+        "versions": {**versions.graded_with(), "perfaudit": package},
+        "perfaudit_sha256": package_digest(),
+        "machine": {"platform": platform.platform(), "hostname": socket.gethostname(), "cpus": os.cpu_count()},
+    }
+
+
+def path_for(autograded_dir, state_dir=".batch-grading"):
+    return Path(autograded_dir) / state_dir / FILE
+
+
+def tests_digests(course_gb, assignment):
+    """{notebook: sha256 of its cells as the gradebook holds them}: the hidden tests nbgrader puts back to grade."""
+    found = {}
+    for nb in course_gb.find_assignment(assignment).notebooks:
+        cells = sorted((c.name, c.cell_type, c.locked, c.source) for c in nb.source_cells)
+        found[nb.name] = sha256(json.dumps(cells).encode())
+    return found
+
+
+def limits_of(limits, execute):
+    """The sandbox's limits (a SandboxLimits) and the time limits (the configured TrustedExecute)."""
+    found = {name: getattr(limits, name) for name in sorted(limits.trait_names(config=True))}
+    found.update(cell_timeout_s=execute.timeout, notebook_timeout_s=execute.notebook_timeout)
+    return found
+
+
+class Recorder:
+    """Appends one record per notebook a task graded; built once per run by the one gradebook writer."""
+
+    def __init__(self, path, spec, assignment, source_dir, limits, sandbox, tests, maxima):
+        self.path, self.assignment, self.limits, self.sandbox = Path(path), assignment, limits, sandbox
+        self.tests, self.maxima = tests, maxima  # {notebook: digest}, {notebook: points}
+        self.config_sha256 = sha256(spec["files"]["nbgrader_config.py"])
+        prefix = f"{source_dir}/{assignment}/"
+        self.sources = {name[len(prefix):-len(".ipynb")]: sha256(data) for name, data in spec["files"].items()
+                        if name.startswith(prefix) and name.endswith(".ipynb")}
+
+    def records(self, result):
+        """The records of one task's result (plain data from the worker), one per notebook it graded."""
+        found = []
+        for notebook, graded in sorted((result["results"] or {}).get("notebooks", {}).items()):
+            if f"{notebook}.ipynb" not in result.get("autograded", {}):
+                continue  # not graded (missing, malformed): the gradebook holds its zeros, no record
+            scores = {name: score for name, score in sorted(graded["grades"].items())}
+            found.append({
+                "student": result["student"],
+                "assignment": self.assignment,
+                "notebook": notebook,
+                "auto_scores": scores,
+                "score": sum(score or 0 for score in scores.values()),
+                "max_score": self.maxima.get(notebook),
+                "submitted_sha256": result.get("submitted_sha256", {}).get(f"{notebook}.ipynb"),
+                "source_sha256": self.sources.get(notebook),
+                "tests_sha256": self.tests.get(notebook),
+                "config_sha256": self.config_sha256,
+                **result.get("machine", {}),
+                "limits": self.limits,
+                "sandbox": self.sandbox,
+                "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "seconds": round(result.get("notebook_seconds", {}).get(notebook, 0.0), 3),
+            })
+        return found
+
+    def write(self, result):
+        lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records(result))
+        if lines:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as handle:  # one write: whole lines, appended
+                handle.write(lines)
+
+
+def read(path):
+    """Every record in the file, oldest first ([] when there is none)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def latest(records):
+    """{(student, notebook): the newest record}."""
+    return {(r["student"], r["notebook"]): r for r in records}
+
+
+def export(path, graded, out_path):
+    """Write the record behind each grade held now (graded: {(student, notebook)} with an autograded notebook) to
+    out_path; return the lines to print."""
+    graded = set(graded)
+    newest = latest(read(path))
+    kept = [newest[key] for key in sorted(graded) if key in newest]
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf-8")
+    lines = [f"records: {len(kept)} of {len(graded)} graded notebooks in {out_path}"]
+    missing = sorted(set(graded) - set(newest))
+    if missing:
+        lines.append(f"  {len(missing)} graded notebook(s) without a record (graded before records were kept, or "
+                     "by plain nbgrader autograde): regrade them with python -m perfaudit.grade --regrade")
+    return lines
+
+
+def recorder(autograded, state_dir, spec, course_gb, source_dir, limits, sandbox, config):
+    """The run's Recorder: what every task of it shares (the definition, the limits, the tests as the gradebook
+    holds them), computed once."""
+    from perfaudit.autograde.execute import TrustedExecute  # the grader's own time limits, as nbgrader reads them
+
+    assignment = spec["assignment"]
+    maxima = {nb.name: nb.max_score for nb in course_gb.find_assignment(assignment).notebooks}
+    return Recorder(path_for(autograded, state_dir), spec, assignment, source_dir,
+                    limits_of(limits, TrustedExecute(config=config)), sandbox,
+                    tests_digests(course_gb, assignment), maxima)
+
+
+def export_course(course_dir, db_url=None, out_dir=None, state_dir=".batch-grading"):
+    """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
+    from nbgrader.api import MissingEntry
+
+    from perfaudit import ASSIGNMENT
+    from perfaudit.grade.export import EXPORT_DIR, course_directory
+    from perfaudit.grade.gradebook import opened
+    from perfaudit.grade.worker import venv_first_on_path
+
+    venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
+    coursedir = course_directory(Path(course_dir).resolve(), db_url)
+    autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
+    with opened(coursedir.db_url, coursedir.course_id) as course_gb:
+        try:
+            assignment = course_gb.find_assignment(ASSIGNMENT)
+        except MissingEntry:
+            raise SystemExit(f"The gradebook has no assignment '{ASSIGNMENT}': nothing graded, no records yet.")
+        notebooks = [nb.name for nb in assignment.notebooks]
+        students = [sub.student.id for sub in assignment.submissions]
+    graded = {(s, nb) for s in students for nb in notebooks
+              if (autograded / s / ASSIGNMENT / f"{nb}.ipynb").is_file()}
+    out_dir = Path(out_dir or Path(course_dir) / EXPORT_DIR)
+    return export(path_for(autograded, state_dir), graded, out_dir / EXPORTED)

@@ -1,0 +1,92 @@
+"""The class report's arithmetic and its page, on a class written out by hand (no grading: the fast tier).
+
+tests/test_report_graded.py grades real submissions and opens the page in Chromium; here each piece is checked
+against numbers worked out independently: the point-biserial against NumPy's Pearson correlation, causes,
+regrade diffs, the CSV's formula guard, and that text from a submission cannot become markup.
+"""
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfaudit.grade import classreport, items, regrade
+from perfaudit.grade.classdata import ClassData, GradedCell, cause
+
+NB = "01-first-call-vs-steady"
+TESTS = [GradedCell(NB, "a", 1.0), GradedCell(NB, "b", 1.0), GradedCell(NB, "c", 2.0)]
+HOSTILE = '<img src="http://127.0.0.1:9/x.png" onerror="alert(1)"><script>alert(2)</script>'
+
+
+def _class(scores, messages=None):
+    data = ClassData(tests=list(TESTS))
+    for student, values in scores.items():
+        data.scores[student] = {t.key: v for t, v in zip(TESTS, values)}
+        data.messages[student] = (messages or {}).get(student, {})
+    return data
+
+
+CLASS = {"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 1, 0), "s5": (0, 1, 2)}
+
+
+def test_point_biserial_is_pearsons_r_with_the_rest_score():
+    analysed = items.analyse(_class(CLASS))
+    for index, item in enumerate(analysed):
+        passed = np.array([1.0 if CLASS[s][index] >= TESTS[index].points else 0.0 for s in sorted(CLASS)])
+        rest = np.array([sum(CLASS[s]) - CLASS[s][index] for s in sorted(CLASS)])
+        assert item.discrimination == pytest.approx(np.corrcoef(passed, rest)[0, 1])
+        assert (item.passed, item.graded) == (int(passed.sum()), 5)
+
+
+def test_discrimination_is_undefined_when_everyone_passes():
+    analysed = items.analyse(_class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (1, 0, 0)}))
+    assert analysed[0].discrimination is None and analysed[0].pass_rate == 1.0
+
+
+def test_failures_group_by_the_message_without_its_numbers():
+    messages = {
+        "s2": {f"{NB}/b": "AssertionError: expected 0.25 at [3, 4], found 0.7"},
+        "s3": {f"{NB}/b": "AssertionError: expected -1e-05 at [0, 11], found 2"},
+        "s4": {f"{NB}/b": "NameError: name 'x' is not defined"},
+    }
+    data = _class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 0, 0)}, messages)
+    b = items.analyse(data)[1]
+    assert b.causes == [("AssertionError: expected # at [#, #], found #", 2, messages["s2"][f"{NB}/b"]),
+                        ("NameError: name 'x' is not defined", 1, messages["s4"][f"{NB}/b"])]
+    assert cause("missing: no 02-retracing.ipynb; a random 31x31 float32 matrix") == \
+        "missing: no 02-retracing.ipynb; a random #x# float# matrix"
+
+
+def test_regrade_lists_exactly_the_students_whose_score_moved(tmp_path):
+    before = _class(CLASS, {"s2": {f"{NB}/b": "old"}})
+    after = _class({**CLASS, "s2": (1, 1, 2), "s4": (1, 1, 1)}, {"s4": {f"{NB}/c": "=HYPERLINK(\"x\")"}})
+    rows = regrade.changes(before, after)
+    assert [(r["student"], r["test"], r["old_score"], r["new_score"], r["direction"]) for r in rows] == [
+        ("s2", "b", 0.0, 1.0, "up"), ("s4", "c", 0.0, 1.0, "up")]
+    assert regrade.counts(rows) == {"up": 2, "down": 0, "same total": 0}
+    path = regrade.write_csv(tmp_path, "20260101T000000.000Z", rows)
+    with path.open(newline="") as handle:
+        written = list(csv.DictReader(handle))
+    assert written[1]["new_message"] == "'=HYPERLINK(\"x\")"  # never a formula in a spreadsheet
+    assert written[0]["old_message"] == "old" and written[0]["old_score"] == "0"
+    assert regrade.newest(tmp_path)[1] == written
+
+
+def test_text_from_a_submission_never_becomes_markup(tmp_path):
+    data = _class(CLASS, {"s3": {f"{NB}/a": f"ValueError: {HOSTILE}"}})
+    data.scores[HOSTILE] = dict(data.scores["s3"])
+    data.messages[HOSTILE] = {f"{NB}/a": f"ValueError: {HOSTILE}"}
+    data.not_graded[HOSTILE] = {NB: f"malformed JSON {HOSTILE}"}
+    page = classreport.render(data, items.analyse(data), {}, tmp_path, tmp_path, f"gradebook {HOSTILE}")
+    assert HOSTILE not in page
+    assert page.count("<script>") == 1  # the page's own sorting script, nothing else
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    assert not re.search(r"<img[^>]+src=\"http", page)
+
+
+def test_the_page_allows_no_request():
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"',
+                       classreport.render(_class(CLASS), [], {}, Path("/nonexistent"), Path("/nonexistent"), "x"))[1]
+    assert "default-src 'none'" in policy and "img-src data:" in policy
