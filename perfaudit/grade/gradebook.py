@@ -103,11 +103,27 @@ def record_empty(course_gb, assignment, student):
 
 
 def scores(course_gb, assignment):
-    """{student: {notebook: (score, max_score)}}."""
+    """{student: {notebook: (score, max_score)}}: the score as the gradebook gives it, manual grades and extra credit
+    included, less nbgrader's late penalty (what export.final_grades and the LMS get)."""
     return {
-        sub.student.id: {nb.name: (nb.score, nb.max_score) for nb in sub.notebooks}
+        sub.student.id: {nb.name: (nb.score - (nb.late_submission_penalty or 0), nb.max_score) for nb in sub.notebooks}
         for sub in course_gb.find_assignment(assignment).submissions
     }
+
+
+def totals(course_gb, assignment):
+    """{student: total after the late penalty}."""
+    return {student: sum(score for score, _ in found.values()) for student, found in scores(course_gb, assignment).items()}
+
+
+def penalties(course_gb, assignment):
+    """{student: {notebook: late penalty taken}} for the notebooks nbgrader's LateSubmissionPlugin took points from."""
+    found = {}
+    for sub in course_gb.find_assignment(assignment).submissions:
+        for nb in sub.notebooks:
+            if nb.late_submission_penalty:
+                found.setdefault(sub.student.id, {})[nb.name] = (nb.late_submission_penalty, nb.score)
+    return found
 
 
 def pass_counts(course_gb, assignment):
