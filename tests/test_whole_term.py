@@ -158,7 +158,7 @@ def test_a_whole_term(tmp_path):
 
     # A run with nothing new: the summary is the gradebook's, manual grade, extra credit and penalty included.
     batch, out, _ = _grade(root)
-    assert batch.graded == [] and "Environment check: not run: nobody to grade" in out
+    assert batch.graded == [] and "Environment check: not run: no notebook to grade" in out
     print(out)
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("ann_", "bob_", "cy_", "dee_"))}
     assert {s: row[-1] for s, row in rows.items()} == {"ann_101": "4", "bob_102": "6", "cy_103": "0", "dee_104": "0"}

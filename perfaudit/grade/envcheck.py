@@ -2,7 +2,7 @@
 
 Grading the instructor's solutions and the untouched release through the pipeline takes minutes on a busy machine;
 its verdict depends only on what grades: the course package, source/ and the release, nbgrader_config.py and the
-run's settings, requirements-cpu.txt and the installed versions, the Python and the sandbox. Their digest is the
+run's settings, requirements-cpu.txt and the installed versions, the Python, JAX_* and XLA_FLAGS, and the sandbox. Their digest is the
 environment's fingerprint. A passed check is kept beside the gradebook (gradebook.db.environment.json; with
 PostgreSQL autograded/.batch-grading/environment.json) and a run whose fingerprint matches says "passed earlier for
 this environment (fingerprint ...)"; any change runs it again before anyone is graded. A Dask cluster's workers
@@ -20,7 +20,7 @@ from pathlib import Path
 from sqlalchemy.engine import make_url
 
 import perfaudit
-from perfaudit import paths
+from perfaudit import environment, paths
 from perfaudit.autograde import canary, sandbox
 from perfaudit.autograde.execute import TrustedExecute
 from perfaudit.grade import versions, worker
@@ -57,6 +57,8 @@ def fingerprint(course_dir, coursedir, assignment, settings):
         digest.update(str(path).encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(none)") + b"\0")
     bwrap = sandbox._bwrap_path()
     said = {"python": sys.executable, "versions": versions.graded_with(), "settings": sorted(settings.items()),
+            # settings that change what JAX does without a line of code, and where Python finds packages
+            "variables": environment.environment_settings(), "pythonpath": os.environ.get("PYTHONPATH"),
             "sandbox": [bwrap, sandbox.available(), os.getuid(), os.environ.get(sandbox.UNSANDBOXED)]}
     digest.update(json.dumps(said, sort_keys=True, default=str).encode())
     return digest.hexdigest()

@@ -227,8 +227,8 @@ def run(options, out=sys.stdout):
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started
         print(f"Environment check: {batch.canary}", file=out)
-    elif not batch.canary:
-        batch.canary = "not run: nobody to grade" if not options.scheduler or not todo else ""
+    elif not batch.canary and not any(f.gradable for f, _ in todo.values()):
+        batch.canary = "not run: no notebook to grade"  # said, never skipped silently
     started = time.monotonic()
     _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
