@@ -123,6 +123,9 @@ def test_a_whole_term(tmp_path):
     assert "  cy_103 01-first-call-vs-steady (0/5): late: nbgrader's late penalty took 5 of 5 points" in out
     assert "  dee_104 01-first-call-vs-steady (0/5): late: nbgrader's late penalty took 5 of 5 points" in out
     assert _totals(root) == {"ann_101": 5, "bob_102": 5, "cy_103": 0, "dee_104": 0}
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:  # Formgrader's "last, first"
+        assert {s.id: (s.last_name, s.first_name) for s in gradebook.students} == {
+            "ann_101": ("ann", None), "bob_102": ("bob", None), "cy_103": ("cy", None), "dee_104": ("dee", None)}
     assert sorted(batch.graded) == ["bob_102", "cy_103", "dee_104"] and batch.skipped == ["ann_101"]
     history = list((root / "submitted" / "bob_102" / intake.HISTORY).iterdir())
     assert len(history) == 1 and (history[0] / f"{NB1}.ipynb").read_bytes() == UNTOUCHED

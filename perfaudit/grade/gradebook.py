@@ -137,3 +137,16 @@ def pass_counts(course_gb, assignment):
             passed = sum(1 for g in grades if (g.score or 0) >= cell.max_score)
             counts.append((nb.name, cell.name, cell.max_score, passed, len(grades)))
     return counts
+
+
+def name_students(course_gb, lms_record):
+    """Give students the LMS's name (Formgrader lists "last, first"; without one it shows "None, None"). Moodle's
+    "Jane Doe" -> Jane / Doe; Canvas's download gives only "doejane", kept as the last name. A name set before (by
+    the instructor, in Formgrader) is kept."""
+    for student in course_gb.students:
+        said = lms_record.get(student.id)
+        if not said or student.first_name or student.last_name:
+            continue
+        first, _, last = said["name"].partition(" ") if said["lms"] == "moodle" else ("", "", said["name"])
+        student.first_name, student.last_name = first or None, last or first
+    course_gb.db.commit()

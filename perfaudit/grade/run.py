@@ -238,6 +238,7 @@ def run(options, out=sys.stdout):
     _record_versions(url, autograded, batch)
     with gradebook.opened(url, course_id) as course_gb:
         after = gradebook.totals(course_gb, ASSIGNMENT)
+        gradebook.name_students(course_gb, intake.lms_record(submitted))
     batch.again = {student: (before[student], after[student], student in resubmitted)
                    for student in batch.graded if student in before and student in after}
 
