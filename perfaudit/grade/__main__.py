@@ -28,6 +28,15 @@ except ImportError as missing:  # the grader's own Python lacks a package: say s
 
 
 def parse(argv):
+    parser = command_line()
+    args = parser.parse_args(argv)
+    if args.export and not args.roster:
+        parser.error("--export needs --roster: the file the LMS gives you to fill in")
+    return args
+
+
+def command_line():
+    """The command's options (tests/test_docs_commands.py checks every option the docs show against it)."""
     parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
     parser.add_argument("--from", dest="download", type=Path, help="a Canvas or Moodle download: zip or folder")
@@ -54,10 +63,7 @@ def parse(argv):
                      "grading worksheet")
     lms.add_argument("--lms-column", help="Canvas: the assignment's column, e.g. 'Performance audit (98765)' "
                      "(default: the roster's only one)")
-    args = parser.parse_args(argv)
-    if args.export and not args.roster:
-        parser.error("--export needs --roster: the file the LMS gives you to fill in")
-    return args
+    return parser
 
 
 def main(argv=None):
