@@ -43,7 +43,7 @@ def test_without_bubblewrap_the_demo_grades_its_trusted_samples_and_says_so_once
     monkeypatch.setattr(demo, "DEMO_STUDENTS", ("correct",))  # one sample is enough to show it grades
     assert demo.main(["--course", str(root)]) == 0
     said = capsys.readouterr().out
-    assert [line for line in said.splitlines() if "bubblewrap" in line] == [
+    assert [line for line in said.splitlines() if "sandbox" in line] == [
         f"No sandbox here (bubblewrap is not installed (no `{tmp_path / 'no-bwrap'}`)): the demo grades its bundled "
         "samples without one. Grading students needs it: sudo apt-get install bubblewrap"], said
     assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0}
