@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -178,6 +179,9 @@ def test_the_same_download_again_leaves_what_the_instructor_renamed(tmp_path):
     report = intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS)
     assert report.report() == "intake: 0 files for 0 students, 1 unchanged since an earlier intake"
     assert _files(submitted) == {"doejane_12345": ["02-retracing.ipynb", "submission_secret.txt", "timestamp.txt"]}
+    shutil.rmtree(submitted / "doejane_12345")  # a folder removed by hand is placed again from the download
+    assert intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS).placed == {
+        "doejane_12345": ["retracing.ipynb"]}
 
 
 def test_work_after_the_due_date_is_reported_late_for_moodle_too(tmp_path):

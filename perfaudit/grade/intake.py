@@ -269,7 +269,7 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None
             intake.unattributed += [(entry, str(refusal)) for entry, _ in files.values()]
             continue
         digest = _digest(contents)
-        if earlier.get(student, {}).get("digest") == digest:  # placed by an earlier intake: left as it is now
+        if earlier.get(student, {}).get("digest") == digest and folder.is_dir():  # placed before: left as it is now
             intake.unchanged.append(student)
             continue
         try:
