@@ -128,6 +128,10 @@ def _coursedir(options):
     return CourseDirectory(config=config)
 
 
+NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and the last LMS export "
+        "again); grades back to the LMS: python -m perfaudit.grade --export canvas|moodle --roster <the LMS's file>")
+
+
 class NothingToGrade(RuntimeError):
     """Nothing could be graded (no submission, no such download): one line says what to do."""
 
@@ -243,6 +247,7 @@ def run(options, out=sys.stdout):
                    for student in batch.graded if student in before and student in after}
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
+    print(NEXT, file=out)
     return batch
 
 
