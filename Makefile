@@ -14,7 +14,8 @@ PYTEST_ARGS ?=
 # Test processes (pytest-xdist): much of the suite waits on kernels, servers and a browser, so two cores run two.
 TEST_PROCESSES ?= 2
 
-.PHONY: help demo test test-fast lab release check grade serve bench-grading bench-load clean reset-course student-copy
+.PHONY: help demo test test-fast lab release check grade feedback serve bench-grading bench-load clean reset-course \
+    student-copy
 .DEFAULT_GOAL := help
 
 help:  ## list the targets and what each does
@@ -41,6 +42,7 @@ lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/perfor
 student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
 	python -m perfaudit.student_copy
 
+# --no-db: a gradebook that holds submissions refuses a changed assignment; make grade records it when missing.
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force --no-db
 
@@ -48,6 +50,9 @@ check: $(VENV)/installed  ## instructors' checker with hidden tests: make check 
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
 # Student code runs in bubblewrap (docs/instructors.md, "Grading that student code cannot fool"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
+feedback: $(VENV)/installed  ## after manual grading in Formgrader: every feedback page and the last LMS export again, from the gradebook
+	python -m perfaudit.grade --feedback-only
+
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
 
@@ -64,7 +69,7 @@ bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by bot
 clean:  ## remove what can be made again: evidence (runs/), the student copy (dist/), grade exports; keeps grades
 	rm -rf runs dist exports grades.csv autograded/grades-by-notebook.csv
 
-reset-course:  ## DELETES submitted work, gradebook.db, autograded/, feedback/ and the local exchange: a new term
-	@echo "Removing submitted/, gradebook.db, autograded/, feedback/, exchange/ (student work and grades)."
-	rm -rf gradebook.db gradebook.db.versions.json gradebook.db.serve.json submitted/*/ autograded/*/ autograded/.batch-grading feedback/*/ exchange
+reset-course:  ## DELETES submitted work, gradebook.db, autograded/, feedback/, reports/, the intake record and the local exchange: a new term
+	@echo "Removing submitted/ (earlier submissions and the LMS intake record too), gradebook.db, autograded/, feedback/, reports/, exchange/ (student work and grades)."
+	rm -rf gradebook.db gradebook.db.versions.json gradebook.db.serve.json submitted/*/ submitted/.lms-intake.json autograded/*/ autograded/.batch-grading feedback/*/ reports exchange
 	$(MAKE) --no-print-directory clean

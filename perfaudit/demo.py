@@ -12,12 +12,14 @@ demo/gradebook.db --export--> demo/grades.csv, and a per-notebook grade table pr
 
 import argparse
 import csv
+import os
 import shutil
 import sys
 import time
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.autograde import sandbox
 from perfaudit.fixtures import samples
 
 DEMO_DIR = "demo"
@@ -59,6 +61,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m perfaudit.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--course", type=Path, default=paths.ROOT, help="the course directory (default: this one)")
     root = make_demo_course(parser.parse_args(argv).course.resolve())
+    sandboxed, why = sandbox.available()
+    if not sandboxed:  # the samples are the course's own, trusted; a class's work is never graded without it
+        print(f"No sandbox here ({why}): the demo grades its bundled samples without one. Grading students needs "
+              "it: sudo apt-get install bubblewrap")
+        os.environ[sandbox.UNSANDBOXED] = "1"
     started = time.perf_counter()
     print(f"The demo grades in {root}/, a course folder of its own, made afresh: the class's gradebook.db, "
           "grades.csv, submitted/ and notebooks/ are not touched.")

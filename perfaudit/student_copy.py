@@ -75,6 +75,7 @@ def files(release=paths.RELEASE):
     """{path in the student copy: path here}."""
     chosen = {name: STUDENT_FILES / name for name in ("README.md", "Makefile", "nbgrader_config.py", "pyproject.toml")}
     chosen["requirements-cpu.txt"] = paths.ROOT / "requirements-cpu.txt"
+    chosen["docs/students.md"] = paths.ROOT / "docs" / "students.md"  # the student's guide, which README links
     for notebook in sorted(Path(release).glob("*.ipynb")):
         chosen[f"notebooks/{ASSIGNMENT}/{notebook.name}"] = notebook
     chosen["perfaudit/__init__.py"] = PACKAGE / "__init__.py"

@@ -32,3 +32,18 @@ def test_the_class_s_grades_after_demo_then_grade_hold_no_sample_student(tmp_pat
     assert _students(root / "grades.csv") == {"doejane_12345": 0.0}
     assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0, "partly-right": 11.0, "untouched": 0.0}
     assert not (root / "autograded" / "grades-by-notebook.csv").exists()
+
+
+def test_without_bubblewrap_the_demo_grades_its_trusted_samples_and_says_so_once(tmp_path, capsys, monkeypatch):
+    from perfaudit.autograde import sandbox
+
+    root = make_course(tmp_path)
+    monkeypatch.setenv(sandbox.BWRAP, str(tmp_path / "no-bwrap"))
+    monkeypatch.delenv(sandbox.UNSANDBOXED, raising=False)  # restored afterwards: the demo sets it for itself
+    monkeypatch.setattr(demo, "DEMO_STUDENTS", ("correct",))  # one sample is enough to show it grades
+    assert demo.main(["--course", str(root)]) == 0
+    said = capsys.readouterr().out
+    assert [line for line in said.splitlines() if "sandbox" in line] == [
+        f"No sandbox here (bubblewrap is not installed (no `{tmp_path / 'no-bwrap'}`)): the demo grades its bundled "
+        "samples without one. Grading students needs it: sudo apt-get install bubblewrap"], said
+    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0}

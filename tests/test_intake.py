@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -117,9 +118,81 @@ def test_each_student_gets_nbgrader_s_timestamp_and_the_lms_late_mark(tmp_path):
     assert report.report().splitlines()[1] == "  LATE (the LMS says so) roefrank_222: submitted 2025-03-11 13:33:20.000000 UTC"
     record = json.loads((submitted / intake.RECORD).read_text())
     assert record["roefrank_222"] == {"lms": "canvas", "name": "roefrank", "id": "222", "submission": "3", "late": True,
+                                      "digest": intake._digest({"02-retracing.ipynb": b"late"}),
                                       "submitted_at": "2025-03-11 13:33:20.000000 UTC"}
     assert record["ana-lopez_777"] == {"lms": "moodle", "name": "Ana Lopez", "id": "777", "late": False,
+                                       "digest": intake._digest({"01-first-call-vs-steady.ipynb": b"moodle"}),
                                        "submitted_at": "2025-03-09 06:00:00.000000 UTC"}
+
+
+def _timed_download(folder, entries):
+    """A download folder of {entry: (bytes, epoch seconds)}: the times the LMS gave the files."""
+    for entry, (data, epoch) in entries.items():
+        _write(folder, {entry: data})
+        os.utime(folder / entry, (epoch, epoch))
+    return folder
+
+
+FIRST, LATER = 1_741_600_000, 1_741_700_000  # 2025-03-10 09:46:40 and 2025-03-11 13:33:20 UTC
+
+
+def test_a_newer_download_replaces_the_submission_and_keeps_the_older_one(tmp_path):
+    submitted = tmp_path / "submitted"
+    jane = submitted / "doejane_12345" / ASSIGNMENT
+    first = _timed_download(tmp_path / "first", {"doejane_12345_1_01-first-call-vs-steady.ipynb": (b"nb1 v1", FIRST),
+                                                 "doejane_12345_1_02-retracing.ipynb": (b"nb2 v1", FIRST)})
+    intake.sort_into_submitted(first, submitted, ASSIGNMENT, NOTEBOOKS)
+    secret = (jane / "submission_secret.txt").read_text()
+    later = _timed_download(tmp_path / "later", {"doejane_12345_2_01-first-call-vs-steady-1.ipynb": (b"nb1 v1", LATER),
+                                                 "doejane_12345_2_02-retracing-1.ipynb": (b"nb2 v2", LATER)})
+    report = intake.sort_into_submitted(later, submitted, ASSIGNMENT, NOTEBOOKS)
+
+    assert report.report().splitlines() == [
+        "intake: 2 files for 1 students",
+        "  RESUBMITTED doejane_12345: the files of 2025-03-11 13:33:20.000000 UTC replace those of "
+        "2025-03-10 09:46:40.000000 UTC, kept in submitted/doejane_12345/.history/2025-03-10T094640.000000Z"]
+    assert _files(submitted) == {"doejane_12345": ["01-first-call-vs-steady.ipynb", "02-retracing.ipynb",
+                                                   "submission_secret.txt", "timestamp.txt"]}
+    assert (jane / "02-retracing.ipynb").read_bytes() == b"nb2 v2"
+    assert (jane / "timestamp.txt").read_text() == "2025-03-11 13:33:20.000000 UTC"
+    assert (jane / "submission_secret.txt").read_text() == secret  # released feedback keeps its name
+    kept = submitted / "doejane_12345" / intake.HISTORY / "2025-03-10T094640.000000Z"
+    assert {p.name: p.read_bytes() for p in kept.iterdir() if p.suffix != ".txt" or p.name == "timestamp.txt"} == {
+        "01-first-call-vs-steady.ipynb": b"nb1 v1", "02-retracing.ipynb": b"nb2 v1",
+        "timestamp.txt": b"2025-03-10 09:46:40.000000 UTC"}
+
+    # The first download again, older: nothing of the newer work moves.
+    again = intake.sort_into_submitted(first, submitted, ASSIGNMENT, NOTEBOOKS)
+    assert (jane / "02-retracing.ipynb").read_bytes() == b"nb2 v2"
+    assert (jane / "timestamp.txt").read_text() == "2025-03-11 13:33:20.000000 UTC"
+    assert "NOT PLACED doejane_12345_1_02-retracing.ipynb: older than the submission in" in again.report()
+    assert "(2025-03-11 13:33:20.000000 UTC): the newer work is kept, nothing overwritten" in again.report()
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["2025-03-10T094640.000000Z"]
+
+
+def test_the_same_download_again_leaves_what_the_instructor_renamed(tmp_path):
+    submitted = tmp_path / "submitted"
+    download = _timed_download(tmp_path / "download", {"doejane_12345_1_retracing.ipynb": (b"nb2", FIRST)})
+    intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS)
+    folder = submitted / "doejane_12345" / ASSIGNMENT
+    (folder / "retracing.ipynb").rename(folder / "02-retracing.ipynb")  # as the summary tells the instructor
+    report = intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS)
+    assert report.report() == "intake: 0 files for 0 students, 1 unchanged since an earlier intake"
+    assert _files(submitted) == {"doejane_12345": ["02-retracing.ipynb", "submission_secret.txt", "timestamp.txt"]}
+    shutil.rmtree(submitted / "doejane_12345")  # a folder removed by hand is placed again from the download
+    assert intake.sort_into_submitted(download, submitted, ASSIGNMENT, NOTEBOOKS).placed == {
+        "doejane_12345": ["retracing.ipynb"]}
+
+
+def test_work_after_the_due_date_is_reported_late_for_moodle_too(tmp_path):
+    download = _timed_download(tmp_path / "download", {
+        "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady.ipynb": (b"late", LATER),
+        "Bo Li_888_assignsubmission_file_02-retracing.ipynb": (b"on time", FIRST)})
+    due = datetime(2025, 3, 10, 12, 0)
+    report = intake.sort_into_submitted(download, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS, due=due)
+    assert report.report().splitlines() == [
+        "intake: 2 files for 2 students",
+        "  LATE (after the due date, 2025-03-10 12:00:00 UTC) ana-lopez_777: submitted 2025-03-11 13:33:20.000000 UTC"]
 
 
 def test_a_zip_entry_s_time_is_read_in_this_machine_s_zone(tmp_path, monkeypatch):

@@ -57,6 +57,9 @@ def test_the_late_penalty_applies_from_the_lms_s_time_and_feedback_is_released(g
                  for s in ("ontimeann_101", "latebob_102", "cy-moo_777")}
         assert {s: (nb.score, nb.late_submission_penalty or 0) for s, nb in found.items()} == {
             "ontimeann_101": (5, 0), "latebob_102": (5, 5), "cy-moo_777": (5, 0)}, out
+        # Formgrader lists "last, first": the LMS's names, never "None, None"
+        assert {s.id: (s.last_name, s.first_name) for s in gradebook.students} == {
+            "ontimeann_101": ("ontimeann", None), "latebob_102": ("latebob", None), "cy-moo_777": ("Moo", "Cy")}
 
     (root / "exchange").mkdir(exist_ok=True)  # the exchange nbgrader_config.py names (make lab makes it too)
     released = course.nbgrader("release_feedback", ASSIGNMENT, course_dir=root)

@@ -23,7 +23,9 @@ def test_help_lists_every_target_with_its_comment():
 def test_clean_keeps_submissions_and_the_gradebook_and_reset_course_removes_them(tmp_path):
     shutil.copy(paths.ROOT / "Makefile", tmp_path)
     kept = [tmp_path / "submitted" / "doejane_12345" / "performance-audit" / "01.ipynb", tmp_path / "gradebook.db",
-            tmp_path / "autograded" / "doejane_12345" / "performance-audit" / "01.ipynb"]
+            tmp_path / "autograded" / "doejane_12345" / "performance-audit" / "01.ipynb",
+            tmp_path / "submitted" / ".lms-intake.json",  # last term's names and ids
+            tmp_path / "submitted" / "doejane_12345" / ".history" / "2025-03-07T120000.000000Z" / "01.ipynb"]
     made_again = [tmp_path / "runs" / "performance-audit" / "report.json", tmp_path / "dist" / "student.zip",
                   tmp_path / "exports" / "canvas-grades.csv"]
     for path in kept + made_again:

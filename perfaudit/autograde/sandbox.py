@@ -42,12 +42,12 @@ class SandboxUnavailable(RuntimeError):
 
 
 def _unavailable_message(why):
+    # One line: what is missing and the two ways on, nothing else (make prints its own line after it).
     return (
-        f"Grading refuses to run student code without a sandbox: {why}.\n"
-        "Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: `sudo dnf install "
-        "bubblewrap`) on a Linux machine with user namespaces enabled, or, knowing that student code then runs "
-        f"with your rights (it can read the gradebook and other students' work, and use the network), set "
-        f"{UNSANDBOXED}=1."
+        f"Grading refuses to run student code without a sandbox: {why}. Install bubblewrap (Debian/Ubuntu: "
+        "`sudo apt-get install bubblewrap`; Fedora: `sudo dnf install bubblewrap`) on Linux with user namespaces "
+        f"enabled, or set {UNSANDBOXED}=1 knowing that student code then runs with your rights (it can read the "
+        "gradebook and other students' work, and use the network)."
     )
 
 

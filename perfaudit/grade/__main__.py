@@ -5,6 +5,7 @@
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
     python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
     python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
+    python -m perfaudit.grade --feedback-only       # after Formgrader: feedback and the last export again
     python -m perfaudit.grade --report              # reports/class-report.html (also written after every run)
     python -m perfaudit.grade --export records      # exports/records.jsonl: what graded each notebook
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 try:
     from perfaudit.grade import classreport, export, records
     from perfaudit.grade.engine import SchedulerUnreachable
-    from perfaudit.grade.run import Options, run
+    from perfaudit.grade import feedback
+    from perfaudit.grade.run import NothingToGrade, Options, run
     from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
     from perfaudit.autograde.sandbox import SandboxUnavailable
 except ImportError as missing:  # the grader's own Python lacks a package: say so, never a traceback
@@ -28,6 +30,15 @@ except ImportError as missing:  # the grader's own Python lacks a package: say s
 
 
 def parse(argv):
+    parser = command_line()
+    args = parser.parse_args(argv)
+    if args.export in ("canvas", "moodle") and not args.roster:
+        parser.error("--export needs --roster: the file the LMS gives you to fill in")
+    return args
+
+
+def command_line():
+    """The command's options (tests/test_docs_commands.py checks every option the docs show against it)."""
     parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
     parser.add_argument("--from", dest="download", type=Path, help="a Canvas or Moodle download: zip or folder")
@@ -45,6 +56,8 @@ def parse(argv):
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
+    parser.add_argument("--feedback-only", action="store_true", help="grade nobody: write every student's feedback "
+                        "again from the gradebook (after manual grading in Formgrader) and the last --export again")
     lms = parser.add_argument_group("reports and exports (no grading: they read the gradebook, autograded/ and "
                                     "feedback/)")
     lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "
@@ -58,10 +71,7 @@ def parse(argv):
                      "grading worksheet")
     lms.add_argument("--lms-column", help="Canvas: the assignment's column, e.g. 'Performance audit (98765)' "
                      "(default: the roster's only one)")
-    args = parser.parse_args(argv)
-    if args.export in ("canvas", "moodle") and not args.roster:
-        parser.error("--export needs --roster: the file the LMS gives you to fill in")
-    return args
+    return parser
 
 
 def main(argv=None):
@@ -70,6 +80,14 @@ def main(argv=None):
         print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
               "course directory, or name it with --course-dir.", file=sys.stderr)
         return 2
+    if args.roster and not args.roster.is_file():
+        print(f"No roster at {args.roster}: name the file you downloaded from the LMS (Canvas: Grades > Export; "
+              "Moodle: Download grading worksheet). Nothing was exported.", file=sys.stderr)
+        return 2
+    if args.download and not args.download.exists():
+        print(f"No LMS download at {args.download}: name the zip or folder the LMS gave you. Nothing was graded.",
+              file=sys.stderr)
+        return 2
     if args.report:
         path, seconds = classreport.build_for(args.course_dir, args.db_url)
         print(f"Class report: {path} (built in {seconds:.1f} s)")
@@ -77,14 +95,19 @@ def main(argv=None):
     if args.export == "records":
         print("\n".join(records.export_course(args.course_dir, args.db_url)))
         return 0
+    if args.feedback_only:
+        changed, failed, lines = feedback.refresh(args.course_dir, args.db_url)
+        print("\n".join(lines))
+        return 3 if failed else 0
     if args.export:
         done = export.export(args.export, args.course_dir, args.roster, args.lms_column, args.db_url)
         print("\n".join(done.lines))
         return 0
-    options = {k: v for k, v in vars(args).items() if k not in ("export", "roster", "lms_column", "report")}
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("export", "roster", "lms_column", "report", "feedback_only")}
     try:
         batch = run(Options(**options))
-    except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
+    except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable, NothingToGrade) as refusal:
         print(refusal, file=sys.stderr)
         return 2
     except Exception as error:  # noqa: BLE001 - a full disk can strike any write; anything else is a bug

@@ -82,6 +82,9 @@ def diagnose(folder, expected):
             result.add(name, f"empty submission: no notebook in submitted/{folder.parent.name}/{folder.name}")
         return result
     misnamed = _misnamed({stem: path for stem, path in found.items() if stem not in expected}, expected)
+    for stem in sorted(set(found) - set(expected) - {Path(f).stem for f in misnamed.values()}):
+        result.add(f"{stem}.ipynb", f"extra notebook '{stem}.ipynb': not one of {folder.name}'s notebooks "
+                                    f"({', '.join(sorted(expected))}), not graded")
     for name, expected_ids in expected.items():
         if name not in found:
             if name in misnamed:
@@ -92,6 +95,10 @@ def diagnose(folder, expected):
         nb, why = _read(found[name])
         if nb is None:
             result.add(name, why)
+            continue
+        foreign = _foreign(nb, name, expected)
+        if foreign:
+            result.add(name, foreign)
             continue
         for problem in _cell_problems(nb, expected_ids):
             result.add(name, problem)
@@ -114,3 +121,17 @@ def _misnamed(unknown, expected):
         if claims:
             found.setdefault(max(set(claims), key=claims.count), path.name)
     return found
+
+
+def _foreign(nb, name, expected):
+    """One sentence when a notebook under this name holds none of its graded cells: whose it is, else None."""
+    ids = {g for g in _grade_ids(nb["cells"]) if g}
+    if not expected[name] or ids & set(expected[name]):
+        return None
+    others = [other for other, other_ids in expected.items() if ids & set(other_ids)]
+    if others:
+        return (f"holds the cells of {others[0]}.ipynb, not {name}'s: the student saved one notebook under the other's "
+                f"name; not graded (rename it to {others[0]}.ipynb, or ask for {name}.ipynb)")
+    shown = ", ".join(f"'{one_line(g)}'" for g in sorted(ids)[:3]) or "no graded cell"
+    return (f"a notebook of another assignment: none of {name}'s graded cells, but {shown}; not graded (ask the "
+            f"student for this assignment's {name}.ipynb)")

@@ -18,6 +18,7 @@ zip). Students whose names came from elsewhere than an LMS download (no intake r
 
 import csv
 import io
+import json
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"
 MOODLE_PARTICIPANT = re.compile(r"^Participant (\d+)$")
 EXPORT_DIR = "exports"
+LAST = ".last-export.json"  # under exports/: what the last --export was asked
 
 
 @dataclass
@@ -206,4 +208,16 @@ def export(lms, course_dir, roster, column=None, db_url=None, out_dir=None):
     feedback_dir = Path(coursedir.format_path(coursedir.feedback_directory, ".", ".")).resolve()
     bundle = out_dir / f"{lms}-feedback.zip"
     lines = [f"grades: {grades_path}", *lines, *feedback_bundle(lms, feedback_dir, record, bundle)]
+    # Remembered so that --feedback-only writes this export again after grades change in Formgrader.
+    (out_dir / LAST).write_text(json.dumps({"lms": lms, "roster": str(Path(roster).resolve()), "column": column},
+                                           indent=1) + "\n")
     return Export(grades_path, bundle, lines)
+
+
+def last_export(course_dir):
+    """(lms, roster, column) of the last --export in this course, or None."""
+    path = Path(course_dir) / EXPORT_DIR / LAST
+    if not path.is_file():
+        return None
+    found = json.loads(path.read_text())
+    return found["lms"], Path(found["roster"]), found["column"]

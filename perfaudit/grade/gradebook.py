@@ -103,11 +103,27 @@ def record_empty(course_gb, assignment, student):
 
 
 def scores(course_gb, assignment):
-    """{student: {notebook: (score, max_score)}}."""
+    """{student: {notebook: (score, max_score)}}: the score as the gradebook gives it, manual grades and extra credit
+    included, less nbgrader's late penalty (what export.final_grades and the LMS get)."""
     return {
-        sub.student.id: {nb.name: (nb.score, nb.max_score) for nb in sub.notebooks}
+        sub.student.id: {nb.name: (nb.score - (nb.late_submission_penalty or 0), nb.max_score) for nb in sub.notebooks}
         for sub in course_gb.find_assignment(assignment).submissions
     }
+
+
+def totals(course_gb, assignment):
+    """{student: total after the late penalty}."""
+    return {student: sum(score for score, _ in found.values()) for student, found in scores(course_gb, assignment).items()}
+
+
+def penalties(course_gb, assignment):
+    """{student: {notebook: late penalty taken}} for the notebooks nbgrader's LateSubmissionPlugin took points from."""
+    found = {}
+    for sub in course_gb.find_assignment(assignment).submissions:
+        for nb in sub.notebooks:
+            if nb.late_submission_penalty:
+                found.setdefault(sub.student.id, {})[nb.name] = (nb.late_submission_penalty, nb.score)
+    return found
 
 
 def pass_counts(course_gb, assignment):
@@ -121,3 +137,16 @@ def pass_counts(course_gb, assignment):
             passed = sum(1 for g in grades if (g.score or 0) >= cell.max_score)
             counts.append((nb.name, cell.name, cell.max_score, passed, len(grades)))
     return counts
+
+
+def name_students(course_gb, lms_record):
+    """Give students the LMS's name (Formgrader lists "last, first"; without one it shows "None, None"). Moodle's
+    "Jane Doe" -> Jane / Doe; Canvas's download gives only "doejane", kept as the last name. A name set before (by
+    the instructor, in Formgrader) is kept."""
+    for student in course_gb.students:
+        said = lms_record.get(student.id)
+        if not said or student.first_name or student.last_name:
+            continue
+        first, _, last = said["name"].partition(" ") if said["lms"] == "moodle" else ("", "", said["name"])
+        student.first_name, student.last_name = first or None, last or first
+    course_gb.db.commit()

@@ -15,6 +15,13 @@ the grading kernel imports. A name that is not UTF-8 text or holds control chara
 neither pattern, that collides with another for the same student and notebook, or whose student folder two LMS
 names claim, is reported, not copied. The report escapes every name it shows (perfaudit/grade/escape.py).
 
+A later download replaces a student's submission when its files differ and the LMS gave them a newer time, as
+nbgrader's own `collect --update` replaces a whole submission: the older one is moved, never deleted, to
+submitted/<student>/.history/<its time>/ (beside the assignment folder, so nbgrader's globs and the batch never
+see it). An older or equally old download never overwrites newer work, and one intake already placed (the same
+files for the same student) is not placed again: what the instructor changed in submitted/ since (a misnamed
+notebook renamed as told) stays as it is.
+
 Beside each student's files goes nbgrader's `timestamp.txt`: the time the LMS gave the newest file (a zip stores
 local times without a zone, read in this machine's zone), so the gradebook's due date and nbgrader's late
 penalty apply; and `submission_secret.txt`, as nbgrader's own submit writes it, so `nbgrader release_feedback`
@@ -22,6 +29,7 @@ works. What the LMS said of each student (its name and ids, Canvas's LATE_ mark)
 submitted/.lms-intake.json, for the grade export and feedback bundle (perfaudit/grade/export.py).
 """
 
+import hashlib
 import io
 import json
 import os
@@ -46,6 +54,7 @@ NOTEBOOK_SUFFIX = ".ipynb"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's Exchange.timestamp_format, as its collect writes it
 RECORD = ".lms-intake.json"  # under submitted/: a file, so nbgrader's student globs and the batch skip it
 UTF8_NAME_FLAG = 0x800  # a zip entry's general-purpose flag: its name is UTF-8
+HISTORY = ".history"  # under submitted/<student>/: earlier submissions; a dot folder nbgrader's globs skip
 
 
 class NotPlaced(ValueError):
@@ -57,12 +66,19 @@ class Intake:
     placed: dict = field(default_factory=dict)  # {student: [file names placed in submitted/]}
     unattributed: list = field(default_factory=list)  # [(entry in the download, why)]
     students: dict = field(default_factory=dict)  # {student: what the LMS said: lms, name, ids, late, submitted_at}
+    resubmitted: dict = field(default_factory=dict)  # {student: (older time, where the older files went)}
+    unchanged: list = field(default_factory=list)  # students whose files an earlier intake placed already
+    late: dict = field(default_factory=dict)  # {student: why late}: the LMS's mark, or after the gradebook's due date
 
     def report(self):
         """What intake did, for the terminal: every name from the download escaped, one line each."""
-        lines = [f"intake: {sum(map(len, self.placed.values()))} files for {len(self.placed)} students"]
-        lines += [f"  LATE (the LMS says so) {one_line(student)}: submitted {record['submitted_at']}"
-                  for student, record in sorted(self.students.items()) if record["late"]]
+        lines = [f"intake: {sum(map(len, self.placed.values()))} files for {len(self.placed)} students"
+                 + (f", {len(self.unchanged)} unchanged since an earlier intake" if self.unchanged else "")]
+        lines += [f"  RESUBMITTED {one_line(student)}: the files of {self.students[student]['submitted_at']} replace "
+                  f"those of {older}, kept in {one_line(kept)}"
+                  for student, (older, kept) in sorted(self.resubmitted.items())]
+        lines += [f"  LATE ({why}) {one_line(student)}: submitted {self.students[student]['submitted_at']}"
+                  for student, why in sorted(self.late.items())]
         lines += [f"  NOT PLACED {one_line(entry)}: {one_line(why)}" for entry, why in self.unattributed]
         return "\n".join(lines)
 
@@ -208,8 +224,12 @@ def _identity(fields):
     return fields["lms"], fields["name"], fields["id"]
 
 
-def sort_into_submitted(download, submitted_dir, assignment, notebooks):
-    """Copy an LMS download's notebooks into submitted/; return what went where and what could not be placed."""
+def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None):
+    """Copy an LMS download's notebooks into submitted/; return what went where and what could not be placed.
+
+    due: the gradebook's due date (a naive UTC datetime) or None: a student who submitted after it is reported
+    late whatever the LMS (Moodle's names say nothing of lateness).
+    """
     intake = Intake()
     submitted_dir = Path(submitted_dir)
     earlier = lms_record(submitted_dir)
@@ -231,6 +251,7 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks):
         record["late"] = record["late"] or found["fields"]["late"]
         newest[found["student"]] = max(stamped, newest.get(found["student"], stamped))
     disputed = _disputed(claims, earlier, intake)
+    by_student = {}  # {student: {file name: (entry, read)}}: one file per notebook, the rest reported
     for (student, filename), copies in sorted(wanted.items()):
         if student in disputed:
             continue
@@ -238,19 +259,101 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks):
             for entry, _ in copies:
                 intake.unattributed.append((entry, f"{len(copies)} files claim {student}/{filename}; pick one"))
             continue
-        entry, read = copies[0]
+        by_student.setdefault(student, {})[filename] = copies[0]
+    for student, files in sorted(by_student.items()):
+        submitted_at = newest[student].strftime(TIMESTAMP_FORMAT)
+        folder = submitted_dir / student / assignment
         try:
-            _place(submitted_dir / student / assignment, filename, read)
+            contents = {name: _read_entry(read) for name, (_, read) in files.items()}
         except NotPlaced as refusal:
-            intake.unattributed.append((entry, str(refusal)))
+            intake.unattributed += [(entry, str(refusal)) for entry, _ in files.values()]
             continue
-        intake.placed.setdefault(student, []).append(filename)
-    for student in intake.placed:
-        intake.students[student]["submitted_at"] = newest[student].strftime(TIMESTAMP_FORMAT)
-        _write_nbgrader_files(submitted_dir / student / assignment, intake.students[student]["submitted_at"])
+        digest = _digest(contents)
+        if earlier.get(student, {}).get("digest") == digest and folder.is_dir():  # placed before: left as it is now
+            intake.unchanged.append(student)
+            continue
+        try:
+            older = _make_room(folder, contents, newest[student])
+            for filename, data in sorted(contents.items()):
+                _place(folder, filename, data)
+        except NotPlaced as refusal:
+            intake.unattributed += [(entry, str(refusal)) for entry, _ in files.values()]
+            continue
+        if older:
+            intake.resubmitted[student] = older
+        intake.placed[student] = sorted(contents)
+        intake.students[student].update(submitted_at=submitted_at, digest=digest)
+        _write_nbgrader_files(folder, submitted_at)
     intake.students = {s: r for s, r in intake.students.items() if s in intake.placed}
+    for student, record in intake.students.items():
+        if record["late"]:
+            intake.late[student] = "the LMS says so"
+        elif due is not None and newest[student].replace(tzinfo=None) > due:
+            intake.late[student] = f"after the due date, {due.strftime('%Y-%m-%d %H:%M:%S')} UTC"
     _save_record(submitted_dir, intake.students)
     return intake
+
+
+def _read_entry(read):
+    try:
+        data = read()
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError) as error:
+        raise NotPlaced(f"could not be read from the download ({type(error).__name__}: {error})")
+    if len(data) > MAX_FILE_BYTES:
+        raise NotPlaced(_too_big(len(data)))
+    return data
+
+
+def _digest(contents):
+    digest = hashlib.sha256()
+    for name, data in sorted(contents.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+def _notebooks_in(folder):
+    """{name: bytes} of the notebooks a student's folder holds now; NotPlaced when one is not a regular file."""
+    found = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.iterdir()):
+        if path.name.endswith(NOTEBOOK_SUFFIX):
+            if path.is_symlink() or not path.is_file():
+                raise NotPlaced(f"{path} exists with other content; not overwritten")
+            found[path.name] = _read_no_link(path)
+    return found
+
+
+def _make_room(folder, contents, submitted):
+    """Clear the folder for a newer submission: None when nothing is there (or the same files are), else (the older
+    submission's time, where it went). NotPlaced when what is there is as new or newer, or says not when it was."""
+    for path in (folder.parent, folder):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise NotPlaced(f"{path} is a link or a file, not a folder of its own: nothing written through it")
+    there = _notebooks_in(folder)
+    if not there or all(there.get(name) == data for name, data in contents.items()):
+        return None
+    stamp = folder / "timestamp.txt"
+    if stamp.is_symlink() or not stamp.is_file():
+        changed = next(name for name, data in sorted(contents.items()) if there.get(name) != data)
+        raise NotPlaced(f"{folder / changed} exists with other content; not overwritten (no timestamp.txt says when "
+                        "it was submitted, so which is newer is unknown)")
+    older_text = stamp.read_text().strip()
+    try:
+        older = datetime.strptime(older_text, TIMESTAMP_FORMAT).replace(tzinfo=timezone.utc)
+    except ValueError:
+        older = datetime.fromisoformat(older_text.replace(" UTC", "")).replace(tzinfo=timezone.utc)
+    if submitted <= older:
+        raise NotPlaced(f"older than the submission in {folder} ({older_text}): the newer work is kept, nothing "
+                        "overwritten")
+    kept = folder.parent / HISTORY / older.strftime("%Y-%m-%dT%H%M%S.%fZ")
+    kept.parent.mkdir(exist_ok=True)
+    os.rename(folder, kept)  # moves links as links: nothing is followed, nothing deleted
+    folder.mkdir()
+    secret = kept / "submission_secret.txt"
+    if secret.is_file() and not secret.is_symlink():  # released feedback is named after it: the same student's
+        (folder / secret.name).write_bytes(secret.read_bytes())
+    return older_text, str(kept.relative_to(folder.parent.parent.parent))
 
 
 def _disputed(claims, earlier, intake):
@@ -270,18 +373,9 @@ def _disputed(claims, earlier, intake):
     return disputed
 
 
-def _place(folder, filename, read):
+def _place(folder, filename, data):
     """Write one notebook into a student's folder as a new file; never through a link, never over other bytes."""
-    for path in (folder.parent, folder):
-        if path.is_symlink() or (path.exists() and not path.is_dir()):
-            raise NotPlaced(f"{path} is a link or a file, not a folder of its own: nothing written through it")
     target = folder / filename
-    try:
-        data = read()
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError) as error:
-        raise NotPlaced(f"could not be read from the download ({type(error).__name__}: {error})")
-    if len(data) > MAX_FILE_BYTES:
-        raise NotPlaced(_too_big(len(data)))
     if os.path.lexists(target):
         if target.is_symlink() or not target.is_file() or _read_no_link(target) != data:
             raise NotPlaced(f"{target} exists with other content; not overwritten")

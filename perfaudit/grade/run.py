@@ -26,8 +26,8 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT, course
 from perfaudit.autograde import canary, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import (classreport, diagnose, engine, gradebook, intake, names, records, regrade, summary,
-                             task, versions, worker)
+from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
+                             summary, task, versions, worker)
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 
@@ -61,6 +61,7 @@ class Batch:
     refused: dict = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
     versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
+    again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
 
 
 class Progress:
@@ -128,8 +129,31 @@ def _coursedir(options):
     return CourseDirectory(config=config)
 
 
+NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and the last LMS export "
+        "again); grades back to the LMS: python -m perfaudit.grade --export canvas|moodle --roster <the LMS's file>")
+
+
+class NothingToGrade(RuntimeError):
+    """Nothing could be graded (no submission, no such download): one line says what to do."""
+
+
 def _expected_ids(course_gb):
     return {nb.name: [c.name for c in nb.source_cells] for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
+
+
+def _assignment(course_dir, url, course_id, out):
+    """({notebook: grade ids}, due date or None) from the gradebook. A gradebook without the assignment (the first
+    grading after `make release`, which writes no gradebook) gets it from source/, as nbgrader generate_assignment
+    records it, into a scratch release: the class's notebooks/ is left as it is."""
+    with gradebook.opened(url, course_id) as course_gb:
+        if not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments):
+            with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
+                course.nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
+                                f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
+            print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
+                  "generate_assignment; notebooks/ untouched).", file=out)
+    with gradebook.opened(url, course_id) as course_gb:
+        return _expected_ids(course_gb), course_gb.find_assignment(ASSIGNMENT).duedate
 
 
 def run(options, out=sys.stdout):
@@ -159,17 +183,20 @@ def run(options, out=sys.stdout):
     if options.memory_mb:
         settings["SandboxLimits.memory_mb"] = options.memory_mb
 
-    with gradebook.opened(url, course_id) as course_gb:
-        try:
-            expected = _expected_ids(course_gb)
-        except Exception:
-            raise SystemExit(
-                f"The gradebook ({url}) has no assignment '{ASSIGNMENT}': run "
-                f"`nbgrader generate_assignment {ASSIGNMENT}` (with the same --db) first."
-            )
+    expected, due = _assignment(course_dir, url, course_id, out)
+    resubmitted = {}
     if options.download:
-        report = intake.sort_into_submitted(options.download, submitted, ASSIGNMENT, {f"{n}.ipynb" for n in expected})
+        if not Path(options.download).exists():
+            raise NothingToGrade(f"No such LMS download: {options.download}. Name the zip or folder the LMS gave you "
+                                 "(make grade FROM=path/to/download.zip). Nothing was graded.")
+        report = intake.sort_into_submitted(options.download, submitted, ASSIGNMENT, {f"{n}.ipynb" for n in expected},
+                                            due=due)
         print(report.report(), file=out)
+        resubmitted = report.resubmitted
+    if not submitted.is_dir() or not any(p.is_dir() for p in submitted.iterdir()):
+        raise NothingToGrade(f"Nothing to grade: {submitted} holds no student's folder. Sort an LMS download in "
+                             f"(make grade FROM=download.zip) or collect from the exchange (nbgrader collect "
+                             f"{ASSIGNMENT}), then run again. Nothing was graded.")
 
     state = State(autograded)
     limits = SandboxLimits(config=worker.course_config(course_dir, settings))
@@ -184,6 +211,7 @@ def run(options, out=sys.stdout):
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
+        before = gradebook.totals(course_gb, ASSIGNMENT)
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
         refused = names.student_folder_problem(student)
@@ -198,7 +226,17 @@ def run(options, out=sys.stdout):
         todo[student] = (diagnose.diagnose(work, expected), print_)
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
-    before = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when, STATE_DIR)
+    before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when,
+                                      STATE_DIR)
+    if "TrustedExecute.canary" not in settings and not options.scheduler and any(f.gradable for f, _ in todo.values()):
+        started = time.monotonic()  # once per environment: a record beside the gradebook (perfaudit/grade/envcheck.py)
+        record = envcheck.record_path(url, autograded, STATE_DIR)
+        batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings, record)
+        settings["TrustedExecute.canary"] = False
+        batch.seconds["environment check"] = time.monotonic() - started
+        print(f"Environment check: {batch.canary}", file=out)
+    elif not batch.canary and not any(f.gradable for f, _ in todo.values()):
+        batch.canary = "not run: no notebook to grade"  # said, never skipped silently
     started = time.monotonic()
     _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
@@ -206,9 +244,15 @@ def run(options, out=sys.stdout):
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
+    with gradebook.opened(url, course_id) as course_gb:
+        after = gradebook.totals(course_gb, ASSIGNMENT)
+        gradebook.name_students(course_gb, intake.lms_record(submitted))
+    batch.again = {student: (before[student], after[student], student in resubmitted)
+                   for student in batch.graded if student in before and student in after}
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
-    classreport.after_run(course_dir, url, course_id, autograded, batch, before, when, out, STATE_DIR)
+    classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out, STATE_DIR)
+    print(NEXT, file=out)
     return batch
 
 

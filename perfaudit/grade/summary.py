@@ -57,6 +57,7 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     with gradebook.opened(url, course_id) as course_gb:
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)
+        late = gradebook.penalties(course_gb, assignment)
     print_versions(batch, out)
     if batch.sandbox:
         print(f"Student code: {batch.sandbox}", file=out)
@@ -74,6 +75,9 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     if not scores:
         print("No submissions in the gradebook.", file=out)
         return
+    for student, (old, new, resubmitted) in sorted(batch.again.items()):
+        said = "resubmitted: graded again" if resubmitted else "graded again"
+        print(f"{one_line(student)}: {said} ({old:g} -> {new:g})", file=out)
     notebooks = sorted(next(iter(scores.values())))
     short = {nb: nb.split("-")[0] for nb in notebooks}
     maxima = {nb: next(iter(scores.values()))[nb][1] for nb in notebooks}
@@ -91,9 +95,17 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     print("\nZeros and problems:", file=out)
     any_problem = False
     for student in sorted(scores):
-        for nb in notebooks:
-            score = scores[student][nb][0]
-            reasons = reasons_for(student, nb, score, state, autograded, assignment)
+        record = (state.record(student) or {}).get("reasons", {})
+        for nb in notebooks + sorted(set(record) - set(notebooks)):  # then files that are no notebook of ours
+            score = scores[student][nb][0] if nb in scores[student] else 0
+            penalty, raw = late.get(student, {}).get(nb, (0, score))
+            reasons = reasons_for(student, nb, raw, state, autograded, assignment)
+            if penalty:
+                reasons.insert(0, f"late: nbgrader's late penalty took {penalty:g} of {raw:g} points")
+            if nb not in scores[student]:
+                print("".join(f"  {one_line(student)} {one_line(reason)}\n" for reason in reasons), end="", file=out)
+                any_problem = any_problem or bool(reasons)
+                continue
             for reason in reasons:
                 any_problem = True
                 print(f"  {one_line(student)} {nb} ({score:g}/{maxima[nb]:g}): {one_line(reason)}", file=out)
