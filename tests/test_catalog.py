@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 SELECTED = [word for word in os.environ.get("PERFAUDIT_CATALOG", "").split(",") if word.strip()]
 GRADED = [name for name in catalog.CASES if not SELECTED or any(word.strip() in name for word in SELECTED)]
 # What grading writes in a course directory; every other file there must be left as it was.
-OUTPUTS = re.compile(r"^(autograded/|feedback/|gradebook\.db|grades\.csv|autograded$)")
+OUTPUTS = re.compile(r"^(autograded/|feedback/|reports/|gradebook\.db|grades\.csv|autograded$)")
 ESCAPED = "escaped-by-a-student.txt"  # what cheat-forged-snapshot-escapes tries to write outside the grader's folder
 ESCAPE_SEQUENCE = re.compile(r"\x1b|pwned")
 
