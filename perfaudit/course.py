@@ -8,6 +8,14 @@ from pathlib import Path
 from perfaudit import ASSIGNMENT
 
 
+def not_a_course(course_dir):
+    """Why course_dir is not a course directory, in one line for the instructor; None when it is one."""
+    if (Path(course_dir) / "nbgrader_config.py").is_file():
+        return None
+    return (f"{Path(course_dir).resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
+            "course directory, or name it with --course-dir.")
+
+
 def nbgrader(*args, course_dir):
     """Run `nbgrader ARGS` in course_dir; raise with nbgrader's own output when it fails."""
     env = dict(os.environ)

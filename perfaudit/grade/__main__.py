@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 try:
-    from perfaudit.grade import classreport, export, records
+    from perfaudit import course
+    from perfaudit.grade import classreport, export, feedback, records
     from perfaudit.grade.engine import SchedulerUnreachable
-    from perfaudit.grade import feedback
     from perfaudit.grade.run import NothingToGrade, Options, run
     from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
     from perfaudit.autograde.sandbox import SandboxUnavailable
@@ -76,9 +76,8 @@ def command_line():
 
 def main(argv=None):
     args = parse(argv)
-    if not (args.course_dir / "nbgrader_config.py").is_file():
-        print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
-              "course directory, or name it with --course-dir.", file=sys.stderr)
+    if course.not_a_course(args.course_dir):
+        print(course.not_a_course(args.course_dir), file=sys.stderr)
         return 2
     if args.roster and not args.roster.is_file():
         print(f"No roster at {args.roster}: name the file you downloaded from the LMS (Canvas: Grades > Export; "

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from perfaudit import course
 from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
@@ -31,9 +32,8 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(argv)
-    if not (args.course_dir / "nbgrader_config.py").is_file():
-        print(f"{args.course_dir.resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
-              "course directory, or name it with --course-dir.", file=sys.stderr)
+    if course.not_a_course(args.course_dir):
+        print(course.not_a_course(args.course_dir), file=sys.stderr)
         return 2
     from perfaudit.serve.service import Service
 
