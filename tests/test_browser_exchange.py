@@ -48,6 +48,17 @@ def unzipped_student_copy(folder):
     return folder / student_copy.TOP
 
 
+def student_machine(tmp_path, exchange, monkeypatch):
+    """The machine's Jupyter config, as a course server sets it: the exchange, and the student's own cache of what
+    they submitted (the student copy's nbgrader_config.py names neither)."""
+    machine = tmp_path / "machine-config"
+    machine.mkdir()
+    (machine / "nbgrader_config.py").write_text(
+        f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n"
+        f"c.Exchange.cache = {str(tmp_path / 'student-cache')!r}\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(machine))
+
+
 def assignments_view(page):
     page.locator(".lm-MenuBar-itemLabel").get_by_text("Nbgrader", exact=True).click()
     page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
@@ -65,15 +76,7 @@ def test_fetch_submit_and_read_feedback_through_the_exchange(tmp_path, monkeypat
     instructor = instructor_course(tmp_path / "course")
     exchange = instructor / "exchange"  # the one the course's nbgrader_config.py names
     course.nbgrader("release_assignment", ASSIGNMENT, course_dir=instructor)
-
-    # The machine's Jupyter config, as a course server sets it: the exchange, and the student's own cache of what
-    # they submitted. The student copy's nbgrader_config.py names neither.
-    machine = tmp_path / "machine-config"
-    machine.mkdir()
-    (machine / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(exchange)!r}\n"
-        f"c.Exchange.cache = {str(tmp_path / 'student-cache')!r}\n")
-    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(machine))
+    student_machine(tmp_path, exchange, monkeypatch)
     student = unzipped_student_copy(tmp_path)
     work = student / "work" / ASSIGNMENT
     solutions = solution_cells(1)

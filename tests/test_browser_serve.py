@@ -15,7 +15,9 @@ from serve_course import course_with_exchange, service, wait_for
 from test_browser import (  # noqa: F401 (artifacts and browser are fixtures)
     UI_MS, artifacts, browser, solution_cells, started_lab, type_into_cell, wait_for_notebook,
 )
-from test_browser_exchange import EXCHANGE_MS, assignments_view, open_from_file_browser, unzipped_student_copy
+from test_browser_exchange import (
+    EXCHANGE_MS, assignments_view, open_from_file_browser, student_machine, unzipped_student_copy,
+)
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths
 
@@ -28,12 +30,7 @@ STEM = NOTEBOOK.removesuffix(".ipynb")
 
 def test_submit_in_jupyterlab_and_read_the_services_feedback(tmp_path, monkeypatch, browser, artifacts):
     instructor = course_with_exchange(tmp_path / "course", settings="c.GradingService.poll_seconds = 0.5")
-    machine = tmp_path / "machine-config"
-    machine.mkdir()
-    (machine / "nbgrader_config.py").write_text(
-        f"c = get_config()  # noqa: F821\nc.Exchange.root = {str(instructor / 'exchange')!r}\n"
-        f"c.Exchange.cache = {str(tmp_path / 'student-cache')!r}\n")
-    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(machine))
+    student_machine(tmp_path, instructor / "exchange", monkeypatch)
     student = unzipped_student_copy(tmp_path)
     work = student / "work" / ASSIGNMENT
     solutions = solution_cells(1)
