@@ -111,8 +111,9 @@ def graded(request):
     return request.getfixturevalue(request.param)
 
 
-# Holes the grader does not give away in every run (its random inputs sometimes catch the cheat): not strict.
-SOMETIMES = set()
+# Holes the grader does not give away in every run (its random holds sometimes catch the cheat): not strict, and
+# left out where the two graders' scores are compared, since each run draws its own.
+SOMETIMES = {"cheat-evidence-first-call-of-a-cheaper-function"}
 
 
 def _params(names):
@@ -230,4 +231,5 @@ def test_student_cells_of_the_autograded_notebooks_show_no_hidden_test(graded):
 
 @pytest.mark.xdist_group("catalog-plain")  # last of its group: by then the other process has graded the batch
 def test_batch_command_gives_the_same_scores(plain, batch):
-    assert {name: _scores(batch[0], name) for name in GRADED} == {name: _scores(plain[0], name) for name in GRADED}
+    compared = [name for name in GRADED if name not in SOMETIMES]
+    assert {name: _scores(batch[0], name) for name in compared} == {name: _scores(plain[0], name) for name in compared}
