@@ -22,6 +22,7 @@ it was, and the static argument the student's process must pass to jax.jit anywa
 this protocol itself can still do is in docs/grading-security.md.
 """
 
+import itertools
 import time
 
 from perfaudit.checks.held import HeldResult
@@ -34,6 +35,9 @@ CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
 _registry = {}  # number -> [fn, ...] in the process that makes the functions (the kernel's, or the checker's)
+# Numbers of the jits made in this process (negative: the channel's are positive). Never id(): a jit collected by
+# the garbage collector frees its id for the next, which would find the old one's functions in _registry.
+_own_numbers = itertools.count(1)
 
 
 class Call:
@@ -116,7 +120,7 @@ class GraderJit:
     def __call__(self, fn):
         """jit(fn) right here, for a test that runs in the student's own process (the checker, the notebook)."""
         if self.number is None:
-            self.number = -id(self)
+            self.number = -next(_own_numbers)
         return make_jit(self.number, self.answer)(fn)
 
 
