@@ -9,6 +9,8 @@ function the stand-in makes is really jax.jit of fn, and the grader keeps a reco
 - whether anyone waited for each result (an unsynchronized clock never waits);
 - its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
   static argument (a trace count typed in does not follow them).
+- its ahead-of-time stages: `trace`, `lower` and `compile` each held 20-150 ms at random, so a timing of a stage
+  that is shorter than the stage, or invented, does not fit.
 Afterwards the grader computes what fn gives on a matrix of its own and reads fn's JAXPR (`function_output`,
 `function_jaxpr`, run in the student's process), so timings of another function than the workload do not pass.
 
@@ -32,6 +34,8 @@ FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
 LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
 SHORT_HOLD_S = (0.001, 0.003)  # the other later calls
 CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
+STAGE_HOLD_S = (0.02, 0.15)  # each of trace, lower and compile of the ahead-of-time API
+STAGES = ("trace", "lower", "compile")
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
 _registry = {}  # number -> [fn, ...] in the process that makes the functions (the kernel's, or the checker's)
@@ -58,6 +62,7 @@ class FunctionRecord:
         self.retrace_at = retrace_at  # ordinals of repeat calls at which the grader changes the static argument
         self.repeats = 0
         self.counts = []  # (calls made so far, traces so far) when a call or a wait arrived
+        self.stages = []  # (stage, grader's span of it) for each trace, lower and compile, in order
 
     def counts_after(self, call):
         """Trace counts the student's code could have read after call number `call` returned: at any later call or
@@ -92,6 +97,9 @@ class GraderJit:
             return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
         if kind == "perfaudit-traced":
             record.traces += 1
+        elif kind == "perfaudit-stage" and len(rest) >= 2 and rest[1] in STAGES:
+            time.sleep(self._uniform(STAGE_HOLD_S))
+            record.stages.append((rest[1], time.perf_counter() - received))
         elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
@@ -165,14 +173,36 @@ def make_jit(number, ask):
             salts.append(int(salt) if salt.isdigit() else 0)
             return HeldResult(inner(x, salts[-1]), lambda: ask(f"perfaudit-ready {number} {index} {call}"))
 
-        # The ahead-of-time API of a jitted function, at the static argument of the latest call.
-        audited.trace = lambda x: inner.trace(x, salts[-1])
-        audited.lower = lambda x: inner.lower(x, salts[-1])
+        # The ahead-of-time API of a jitted function, at the static argument of the latest call; the grader holds
+        # each stage once JAX has done it.
+        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace", lambda stage: ask(
+            f"perfaudit-stage {number} {index} {stage}"))
+        audited.lower = lambda x: audited.trace(x).lower()
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
         audited.__name__, audited.__wrapped__ = traced.__name__, fn
         return audited
 
     return jit
+
+
+class _Stage:
+    """JAX's Traced or Lowered object, the stage that made it held by the grader; lower() and compile() are held in
+    turn. Everything else is JAX's own."""
+
+    def __init__(self, value, stage, hold):
+        hold(stage)
+        self._value, self._hold = value, hold
+
+    def lower(self, *args, **kwargs):
+        return _Stage(self._value.lower(*args, **kwargs), "lower", self._hold)
+
+    def compile(self, *args, **kwargs):
+        compiled = self._value.compile(*args, **kwargs)
+        self._hold("compile")
+        return compiled
+
+    def __getattr__(self, name):
+        return getattr(self._value, name)
 
 
 @in_student_process

@@ -1,8 +1,9 @@
 """Notebook 4's stages, checked: trace, lower, compile and the compiled program's runs, timed by the student.
 
 Relations only, never a time against a fixed number: every part is a positive float of seconds, each of trace,
-lower and compile lasts at least as long as the matching duration JAX itself reported for that function during
-the call (jax.monitoring), and all of them fit in the call as the caller timed it. The first run of the compiled
+lower and compile lasts at least as long as that stage of the function handed in took (the hidden test hands in a
+function of the grader's jit, which holds each stage for a time it keeps to itself:
+perfaudit/autograde/instruments.py), and all of them fit in the call as the grader timed it. The first run of the compiled
 program is usually slower than its steady runs, but a busy machine can invert that, so nothing asks it.
 Re-exported by perfaudit.checks.
 """
@@ -18,11 +19,6 @@ from perfaudit.checks.failure import fail as _fail
 from perfaudit.kernelside import in_student_process
 
 STAGE_PARTS = ("trace_s", "lower_s", "compile_s", "first_run_s")
-EVENT_PARTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
-    "/jax/core/compile/backend_compile_duration": "compile_s",
-}
 STAGE_WORDS = {"trace_s": "jitted.trace(x)", "lower_s": "traced.lower()", "compile_s": "lowered.compile()"}
 CLOCK_SLACK_S = 50e-6  # one process, one clock: rounding only
 _names = itertools.count()
@@ -61,53 +57,48 @@ def check_stages(stages, steady_runs, what="time_stages"):
 
 
 @in_student_process
-def observe_time_stages(time_stages, n, steady_runs):
-    """time_stages(jitted, x, steady_runs) on a new jit of tanh(x @ x) at n x n, made here and never called, while
-    a jax.monitoring listener keeps the durations JAX reports for that function alone. Runs where the student's
-    functions live. Returns {"stages": what time_stages returned, "events": {part: [seconds]}, "outer_s": ...}."""
+def observe_time_stages(time_stages, n, steady_runs, jit=None):
+    """time_stages(jitted, x, steady_runs) on a new jit (`jit`, or jax.jit) of tanh(x @ x) at n x n, made here and
+    never called. Runs where the student's functions live. Returns {"stages": what time_stages returned,
+    "outer_s": seconds the call took}."""
     import jax
     import jax.numpy as jnp
 
     def audited(x):
         return jnp.tanh(x @ x)
 
-    name = audited.__name__ = audited.__qualname__ = f"perfaudit_stages_{os.getpid()}_{next(_names)}"
-    events = {part: [] for part in EVENT_PARTS.values()}
-
-    def listener(event, duration_s, **kwargs):
-        if event in EVENT_PARTS and kwargs.get("fun_name") in (name, f"jit({name})"):
-            events[EVENT_PARTS[event]].append(float(duration_s))
-
+    audited.__name__ = audited.__qualname__ = f"perfaudit_stages_{os.getpid()}_{next(_names)}"
     x = jax.device_put(np.random.default_rng().standard_normal((n, n)).astype(np.float32) / np.sqrt(n))
-    jitted = jax.jit(audited)
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        started = time.perf_counter()
-        stages = time_stages(jitted, x, steady_runs)
-        outer_s = time.perf_counter() - started
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    return {"stages": stages, "events": events, "outer_s": outer_s}
+    jitted = (jit or jax.jit)(audited)
+    started = time.perf_counter()
+    stages = time_stages(jitted, x, steady_runs)
+    return {"stages": stages, "outer_s": time.perf_counter() - started}
 
 
 def check_time_stages(time_stages, rng=None):
-    """time_stages on a new jitted function and a steady_runs chosen now: every part measured during the call,
-    each of trace, lower and compile covering what JAX reported for it."""
+    """time_stages on a new function of the grader's jit and a steady_runs chosen now: every part measured during
+    the call, each of trace, lower and compile covering that stage as the grader held it."""
+    from perfaudit.checks.measured import grader_jit
+
     rng = rng or np.random.default_rng()
     n, steady_runs = int(rng.integers(8, 48)), int(rng.integers(5, 20))
-    observed = observe_time_stages(time_stages, n, steady_runs)
+    jit = grader_jit(rng)
+    started = time.perf_counter()
+    observed = observe_time_stages(time_stages, n, steady_runs, jit)
+    outer_s = min(time.perf_counter() - started, observed["outer_s"] if isinstance(observed["outer_s"], float)
+                  else math.inf)
     what = f"time_stages(jitted, x, {steady_runs})"
     stages = check_stages(observed["stages"], steady_runs, what)
-    events = observed["events"]
-    if not events["compile_s"]:
-        _fail(f"{what} never compiled the function it was given: build the chain from it, "
-              "jitted.trace(x).lower().compile(), and time each step.")
-    for part, durations in events.items():
-        if durations and stages[part] + CLOCK_SLACK_S < min(durations):
-            _fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than the {min(durations) * 1e3:.3f} ms "
-                  f"JAX itself reported for that stage during the call: time {STAGE_WORDS[part]} alone, from just "
-                  "before it until it returns.")
+    held = {f"{stage}_s": [span for done, span in (jit.functions[0].stages if jit.functions else []) if done == stage]
+            for stage in ("trace", "lower", "compile")}
+    for part, spans in held.items():
+        if not spans:
+            _fail(f"{what} never called {STAGE_WORDS[part]} on the function it was given: build the chain from it, "
+                  "jitted.trace(x).lower().compile(), and time each step.")
+        if stages[part] + CLOCK_SLACK_S < min(spans):
+            _fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than {STAGE_WORDS[part]} took during the "
+                  "call: time it alone, from just before it until it returns.")
     total = sum(stages[part] for part in STAGE_PARTS) + sum(stages["steady_run_s"])
-    if total > observed["outer_s"] + CLOCK_SLACK_S:
-        _fail(f"{what}: the parts add up to {total:.6f} s, more than the {observed['outer_s']:.6f} s the whole call "
+    if total > outer_s + CLOCK_SLACK_S:
+        _fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "
               "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
