@@ -143,6 +143,8 @@ RUN_BY = {
     # the student's own working copy, from the unzipped student copy (stage 2, the default evidence folder)
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
         ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
+    "make reset-course": [("test_whole_term.py", '"make", "--no-print-directory", "reset-course"'),
+                          ("test_makefile.py", 'make("reset-course", cwd=tmp_path)')],
 }
 
 # {make command: the recipe its RUN_BY test runs}, as `make -n` prints it.
