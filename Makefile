@@ -49,7 +49,7 @@ release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing 
 check: $(VENV)/installed  ## instructors' checker with hidden tests: make check STAGE=2 IMPLEMENTATION=starter
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
-# Student code runs in bubblewrap (docs/instructors.md, "Grading that student code cannot fool"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
+# Student code runs in bubblewrap (docs/grading-security.md, "How grading works"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
 feedback: $(VENV)/installed  ## after manual grading in Formgrader: every feedback page and the last LMS export again, from the gradebook
 	python -m perfaudit.grade --feedback-only
 

@@ -73,7 +73,7 @@ STUB_ERROR = "NotImplementedError"
 class Lab:
     url: str
     token: str
-    root: Path  # JupyterLab's root: work/ of the temporary course
+    root: Path  # the server's root: work/ of the temporary course for `make lab`'s
     said: str | None = None  # what `make lab` told the student before JupyterLab started
 
     def api(self, method, path):
@@ -120,33 +120,41 @@ def artifacts(tmp_path_factory):
     return folder
 
 
-@contextlib.contextmanager
 def started_lab(course_dir, home):
     """JupyterLab as `make lab` starts it (perfaudit.lab's command, environment and working copy) on course_dir;
-    its settings, workspaces and runtime files in home. Yields a Lab; stops JupyterLab and its kernels after."""
+    its settings, workspaces and runtime files in home. A context manager: yields a Lab, stops JupyterLab after."""
+    argv, env, cwd = lab.lab_command(course_dir)
+    said = lab.working_copy(course_dir, env)
+    env.pop(paths.EVIDENCE_ENV, None)
+    return started_server(argv, env, cwd, home, Path(course_dir) / "work", said)
+
+
+@contextlib.contextmanager
+def started_server(argv, env, cwd, home, root, said=None):
+    """A Jupyter server, argv (`jupyter lab ...`) with loopback, a free port and a token added (as root,
+    --allow-root), run in cwd with env; JupyterLab's settings (LAB_SETTINGS), workspaces and runtime files in home.
+    Yields a Lab once the server answers; stops it and everything it started (kernels) after."""
     for name, settings in LAB_SETTINGS.items():
         (home / "settings" / name).parent.mkdir(parents=True, exist_ok=True)
         (home / "settings" / name).write_text(json.dumps(settings))
 
     port, token = _free_port(), secrets.token_hex(24)
-    extra = ["--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-             f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
+    argv = [*argv, "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0"]
     if os.geteuid() == 0:
-        extra.append("--allow-root")
-    argv, env, cwd = lab.lab_command(course_dir, extra)
-    said = lab.working_copy(course_dir, env)
-    env.pop(paths.EVIDENCE_ENV, None)
-    env.update(
-        JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-        JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
-        JUPYTER_RUNTIME_DIR=str(home / "runtime"),
-        IPYTHONDIR=str(home / "ipython"),
-    )
+        argv.append("--allow-root")
+    env = {
+        **env,
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "IPYTHONDIR": str(home / "ipython"),
+    }
     log_path = home / "jupyterlab.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    running = Lab(f"http://127.0.0.1:{port}", token, Path(course_dir) / "work", said)
+    running = Lab(f"http://127.0.0.1:{port}", token, Path(root), said)
     try:
         deadline = time.monotonic() + STARTUP_S
         while True:

@@ -3,7 +3,8 @@
 The release (make release: no gradebook), a due date set with `nbgrader db assignment add`, the first grading of a
 Canvas download (one of its notebooks from another assignment, one extra notebook), a second download with two
 resubmissions (one of them late) and a late newcomer, a manual grade and extra credit set through nbgrader's
-Gradebook API (what Formgrader writes), `--feedback-only` bringing feedback and the Canvas export in line, and
+Gradebook API (what Formgrader writes; tests/test_browser_formgrader.py sets them in Formgrader itself, in
+Chromium), `--feedback-only` bringing feedback and the Canvas export in line, and
 `make reset-course` for the next term. Every student submits notebook 1 alone, so grading stays short; the
 scores are read from the gradebook.
 """
@@ -47,7 +48,7 @@ OTHER_ASSIGNMENT = _bytes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_c
 NOTES = _bytes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("my notes")]))
 
 
-def _canvas_zip(path, entries):
+def canvas_zip(path, entries):
     """A Canvas download: {name: (bytes, epoch seconds the LMS stored)}, zip times being this machine's local time."""
     with zipfile.ZipFile(path, "w") as archive:
         for name, (data, epoch) in entries.items():
@@ -84,7 +85,7 @@ def test_a_whole_term(tmp_path):
     course.nbgrader("db", "assignment", "add", ASSIGNMENT, "--duedate=2025-03-10 12:00:00 UTC", course_dir=root)
 
     # Week 1: the first grading after the release, the environment check run and kept.
-    first = _canvas_zip(tmp_path / "first.zip", {
+    first = canvas_zip(tmp_path / "first.zip", {
         f"ann_101_5001_{NB1}.ipynb": (CORRECT, FIRST_WEEK),
         "ann_101_5001_notes.ipynb": (NOTES, FIRST_WEEK),
         f"bob_102_5002_{NB1}.ipynb": (UNTOUCHED, FIRST_WEEK),
@@ -104,7 +105,7 @@ def test_a_whole_term(tmp_path):
     assert "was deleted" not in out
 
     # Week 2: Bob resubmits on time, Cy late, Dee submits for the first time late; Ann's files are the same.
-    second = _canvas_zip(tmp_path / "second.zip", {
+    second = canvas_zip(tmp_path / "second.zip", {
         f"ann_101_5001_{NB1}.ipynb": (CORRECT, FIRST_WEEK),
         "ann_101_5001_notes.ipynb": (NOTES, FIRST_WEEK),
         f"bob_102_6002_{NB1}-1.ipynb": (CORRECT, SECOND_WEEK),
