@@ -197,14 +197,15 @@ SCRATCH = HOME + "/work"
 SUBMISSION = HOME + "/submission"
 KERNEL_DIR = "/run/kernel"
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
-def _instructor_only_files():
-    """Files of the course package that hold answers (perfaudit/answers.py and its compiled bytecode): hidden tests
-    use them in the grader only, so in the sandbox they read as empty."""
+def _instructor_only_paths():
+    """What of the course package holds answers: perfaudit/answers.py (and its bytecode), which hidden tests use in
+    the grader only, and perfaudit/fixtures/, whose samples and catalog hold solutions as text. In the sandbox the
+    files read as empty and the folder as an empty folder."""
     import perfaudit
 
     package = Path(perfaudit.__file__).resolve().parent
-    return [str(path) for path in (package / "answers.py", *package.glob("__pycache__/answers.*.pyc"))
-            if path.is_file()]
+    found = [package / "answers.py", *package.glob("__pycache__/answers.*.pyc"), package / "fixtures"]
+    return [str(path) for path in found if path.exists()]
 
 
 _ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
@@ -247,8 +248,10 @@ def command(argv, *, submission, private, limits, env=None, uid=None):
         args += ["--ro-bind", path, path]
     empty = Path(private) / "empty"  # a regular file: a device bound over a file cannot be opened there
     empty.write_bytes(b"")
-    for path in _instructor_only_files():  # in the package folder, but never the student's to read
-        args += ["--ro-bind", str(empty), path]
+    empty_folder = Path(private) / "empty-folder"
+    empty_folder.mkdir(exist_ok=True)
+    for path in _instructor_only_paths():  # in the package folder, but never the student's to read
+        args += ["--ro-bind", str(empty_folder if os.path.isdir(path) else empty), path]
     args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
     args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():

@@ -113,6 +113,7 @@ def probes(tmp_path_factory):
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
         "answers": READ + f"print(repr(read({str(paths.ROOT / 'perfaudit' / 'answers.py')!r})))",
+        "fixtures": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'fixtures')!r}))",
     }
     try:
         with environment(NBGRADER_EXECUTION="autograde"):  # as nbgrader sets it in its own process
@@ -141,6 +142,15 @@ def test_the_instructor_only_answers_read_as_empty(probes):
     only: inside the sandbox it is empty (printed in a cell, it would reach the student's feedback)."""
     results, _, _ = probes
     assert results["answers"].strip() == "''"
+
+
+@needs_bubblewrap
+def test_the_fixtures_with_their_solutions_are_an_empty_folder(probes):
+    """perfaudit/fixtures/ holds the samples and the catalog, solutions among them as text: inside the sandbox it
+    is an empty folder (cheat-stages-copied-from-the-grader-s-fixtures read a whole time_stages out of it)."""
+    assert (paths.ROOT / "perfaudit" / "fixtures" / "catalog" / "variants.py").is_file()
+    results, _, _ = probes
+    assert results["fixtures"].strip() == "[]"
 
 
 @needs_bubblewrap
