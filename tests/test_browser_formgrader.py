@@ -12,16 +12,15 @@ feedback is the same bytes as before. Screenshots go where test_browser.py puts 
 """
 
 import csv
-import os
 import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import pytest
 from nbgrader.api import Gradebook
-from test_browser import UI_MS, artifacts, browser, started_server  # noqa: F401 (artifacts and browser are fixtures)
+from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
+from test_browser import UI_MS, artifacts, browser  # noqa: F401 (artifacts and browser are fixtures)
 from test_browser_exchange import instructor_course
 from test_whole_term import CORRECT, UNTOUCHED, canvas_zip
 
@@ -53,25 +52,6 @@ def _grades(root, student):
                 for g in gradebook.find_submission_notebook(STEM, ASSIGNMENT, student).grades if g.max_score}
 
 
-def started_formgrader(root, home):
-    """`.venv/bin/jupyter lab --ServerApp.root_dir=$PWD` in the course directory (docs/instructors.md), the venv's
-    bin first on PATH as the Makefile puts it."""
-    venv_bin = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return started_server([str(venv_bin / "jupyter"), "lab", f"--ServerApp.root_dir={root}"], env, root, home, root)
-
-
-def _leave_field_and_wait_for_save(page, field, value):
-    """Type value into a Formgrader score field and leave it (Tab) as an instructor does; return the saved grade,
-    as Formgrader's PUT to its grade API answers."""
-    field.click()
-    field.fill(value)
-    with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT") as saved:
-        page.keyboard.press("Tab")
-    assert saved.value.ok, saved.value.status
-    return saved.value.json()
-
-
 def test_a_score_changed_in_formgrader_reaches_feedback_and_the_canvas_export(tmp_path, browser, artifacts):
     root = instructor_course(tmp_path / "course")
     download = canvas_zip(tmp_path / "canvas.zip", {
@@ -92,30 +72,18 @@ def test_a_score_changed_in_formgrader_reaches_feedback_and_the_canvas_export(tm
         page = browser.new_page()
         page.set_default_timeout(UI_MS)
         try:
-            page.goto(f"{server.url}/lab?reset&token={server.token}")
-            page.locator(".lm-MenuBar-itemLabel").get_by_text("Nbgrader", exact=True).click()
-            page.locator(".lm-Menu-itemLabel").get_by_text("Formgrader", exact=True).click()
-            formgrader = page.frame_locator("#formgrader-iframe iframe")
-            formgrader.get_by_role("link", name="Manage Students").click()
+            formgrader = open_formgrader(page, server)
             # The name intake recorded from the Canvas download (last name only), never "None, None".
-            students = formgrader.locator("table tbody tr")
-            students.filter(has_text="bob_102").wait_for()
-            ann = students.filter(has_text="ann_101")
-            assert ann.locator("td").first.inner_text().strip() == "ann, None"
-            ann.get_by_role("link", name="ann, None").click()
-            formgrader.get_by_role("link", name=ASSIGNMENT, exact=True).click()
-            notebook = formgrader.locator("table tbody tr").filter(has_text=STEM)
-            assert "5 / 5" in notebook.inner_text()
-            notebook.get_by_role("link", name=STEM, exact=True).click()
+            assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
+            assert "5 / 5" in open_notebook(formgrader, "ann_101", STEM)
 
             # The manual grading page of ann's notebook 1: every test's field shows the autograder's score.
             score = formgrader.locator(f"input.score#{OVERRIDDEN}")
             score.wait_for()
             assert score.get_attribute("placeholder") == "1"
-            override = _leave_field_and_wait_for_save(page, score, "0")
+            override = set_score(page, formgrader, OVERRIDDEN, "0")
             assert (override["name"], override["auto_score"], override["manual_score"]) == (OVERRIDDEN, 1, 0), override
-            extra = _leave_field_and_wait_for_save(
-                page, formgrader.locator(f"input.extra-credit#{EXTRA_CREDIT}_extra_credit"), "0.5")
+            extra = give_extra_credit(page, formgrader, EXTRA_CREDIT, "0.5")
             assert (extra["name"], extra["auto_score"], extra["extra_credit"]) == (EXTRA_CREDIT, 1, 0.5), extra
             page.screenshot(path=str(artifacts / "formgrader-manual-grade.png"))
 

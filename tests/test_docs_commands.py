@@ -114,7 +114,7 @@ RUN_BY = {
     # test_serve.py and test_browser_serve.py start it through serve_course.service()
     "make serve": [("serve_course.py", '[sys.executable, "-m", "perfaudit.serve", *args]')],
     ".venv/bin/jupyter lab --ServerApp.root_dir=$PWD": [
-        ("test_browser_formgrader.py", '"jupyter"), "lab", f"--ServerApp.root_dir={root}"]')],
+        ("formgrader.py", '"jupyter"), "lab", f"--ServerApp.root_dir={root}"]')],  # both Formgrader tests
     "make feedback": [("test_browser_formgrader.py", '_grade_cli(root, "--feedback-only")'),
                       ("test_whole_term.py", '_cli(root, "--feedback-only")')],
     'python -m perfaudit.grade --export canvas --roster canvas-gradebook.csv '

@@ -2,9 +2,8 @@
 
 The release (make release: no gradebook), a due date set with `nbgrader db assignment add`, the first grading of a
 Canvas download (one of its notebooks from another assignment, one extra notebook), a second download with two
-resubmissions (one of them late) and a late newcomer, a manual grade and extra credit set through nbgrader's
-Gradebook API (what Formgrader writes; tests/test_browser_formgrader.py sets them in Formgrader itself, in
-Chromium), `--feedback-only` bringing feedback and the Canvas export in line, and
+resubmissions (one of them late) and a late newcomer, a score overridden and extra credit given in Formgrader, in
+headless Chromium, `--feedback-only` bringing feedback and the Canvas export in line, and
 `make reset-course` for the next term. Every student submits notebook 1 alone, so grading stays short; the
 scores are read from the gradebook.
 """
@@ -21,7 +20,9 @@ from datetime import datetime, timezone
 
 import nbformat
 import pytest
+from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
 from nbgrader.api import Gradebook
+from test_browser import UI_MS, artifacts, browser  # noqa: F401 (artifacts and browser are fixtures)
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
@@ -74,7 +75,7 @@ def _cli(root, *args):
                           timeout=600)
 
 
-def test_a_whole_term(tmp_path):
+def test_a_whole_term(tmp_path, browser, artifacts):
     root = tmp_path / "course"
     shutil.copytree(paths.SOURCE, root / "source" / ASSIGNMENT)
     for name in ("nbgrader_config.py", "Makefile"):
@@ -139,14 +140,29 @@ def test_a_whole_term(tmp_path):
     assert [row[-1] for row in csv.reader((root / "exports" / "canvas-grades.csv").open())] == [
         "Audit (9)", "5", "5", "0", "0"]
 
-    # Manual grading, as Formgrader writes it: Ann loses a point on a test, Bob gets a point of extra credit.
+    # Manual grading in Formgrader, in a browser: Ann loses a point on a test, Bob gets a point of extra credit.
+    with started_formgrader(root, tmp_path / "lab-home") as server:
+        page = browser.new_page()
+        page.set_default_timeout(UI_MS)
+        try:
+            formgrader = open_formgrader(page, server)
+            assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
+            assert "5 / 5" in open_notebook(formgrader, "ann_101", NB1)
+            assert set_score(page, formgrader, "first_call_slower", "0")["manual_score"] == 0
+            formgrader = open_formgrader(page, server)
+            students_listed(formgrader, "bob_102")
+            assert "5 / 5" in open_notebook(formgrader, "bob_102", NB1)
+            assert give_extra_credit(page, formgrader, "correct_summary", "1")["extra_credit"] == 1
+        except Exception:
+            page.screenshot(path=str(artifacts / "failed-whole-term-formgrader.png"))
+            raise
+        finally:
+            page.close()
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
-        ann = next(g for g in gradebook.find_submission_notebook(NB1, ASSIGNMENT, "ann_101").grades
-                   if g.max_score and g.auto_score == g.max_score)
-        ann.manual_score = ann.max_score - 1
-        bob = next(g for g in gradebook.find_submission_notebook(NB1, ASSIGNMENT, "bob_102").grades if g.max_score)
-        bob.extra_credit = 1
-        gradebook.db.commit()
+        grades = {(student, g.name): (g.auto_score, g.manual_score, g.extra_credit) for student in ("ann_101", "bob_102")
+                  for g in gradebook.find_submission_notebook(NB1, ASSIGNMENT, student).grades
+                  if g.manual_score is not None or g.extra_credit}
+    assert grades == {("ann_101", "first_call_slower"): (1, 0, None), ("bob_102", "correct_summary"): (1, None, 1)}
     done = _cli(root, "--feedback-only")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == ("feedback: written again for 4 students from the gradebook; changed for "
