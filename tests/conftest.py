@@ -31,13 +31,35 @@ def _remember_tmp_path_factory(tmp_path_factory):
     _tmp_path_factory = tmp_path_factory
 
 
+def generate_checked_course(root):
+    """generate_course, then the environment check for it as `python -m perfaudit.grade` runs it (the instructor's
+    solutions score full marks and the release none, through the grading pipeline) and its record beside the
+    gradebook (perfaudit/grade/envcheck.py). A copy of the course is graded without checking again, as an
+    instructor's next run is: the record's fingerprint names the course's files by their path in the course."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from perfaudit.autograde.canary import GradingEnvironmentError
+    from perfaudit.grade import envcheck, run, worker
+
+    generate_course(root)
+    coursedir = CourseDirectory(config=worker.course_config(root))
+    record = envcheck.record_path(coursedir.db_url, root / "autograded", run.STATE_DIR)
+    names = sorted(filename.removesuffix(".ipynb") for filename in paths.STAGES.values())
+    try:
+        envcheck.once(root, coursedir, ASSIGNMENT, names, {}, record)
+    except GradingEnvironmentError:  # no record: each copy's grading checks for itself and says what is broken
+        pass
+    return root
+
+
 def make_course(root, db_url=None):
-    """A fresh course in root, as generate_course makes it: a copy of the one course generated once per test run
-    (nbgrader takes seconds to start and generate). A gradebook elsewhere (db_url) is generated afresh, and so is
-    every course outside a test run (the benchmarks make theirs with this function too)."""
+    """A fresh course in root, as generate_checked_course makes it: a copy of the one course generated and checked
+    once per test run (nbgrader takes seconds to start and generate, the environment check a minute). A gradebook
+    elsewhere (db_url) is generated afresh, and so is every course outside a test run (the benchmarks make theirs
+    with this function too)."""
     if db_url or _tmp_path_factory is None:
         return generate_course(root, db_url)
-    generated, _ = once_per_run(_tmp_path_factory, "generated-course", generate_course)
+    generated, _ = once_per_run(_tmp_path_factory, "generated-course", generate_checked_course)
     shutil.copytree(generated, root, dirs_exist_ok=True)
     return root
 

@@ -5,6 +5,10 @@ process, and so do the tests that share a module-scoped fixture (a grading, a se
 made once; every other test may run in either process. xdist's own loadgroup writes the group into the test's
 node id, which pytest 9 no longer lets a plugin change: here each worker writes {node id: group} to a file in
 the run's temporary directory instead, and the scheduler (pytest_xdist_make_scheduler in conftest.py) reads it.
+
+The longest work must start first: on two processes the suite ends when the later of them does, and a grading of
+minutes handed out last runs on while the other process is idle. Each worker orders its tests (the order the
+scheduler hands them out in) slow groups first, largest first, then the other slow tests, then the fast tier.
 """
 
 import json
@@ -24,11 +28,29 @@ def group_of(item):
     return None
 
 
+def longest_first(items):
+    """items reordered in place by scope (a group, or a single test): slow scopes first, then the fast tier, each
+    by its number of tests, largest first; a scope's tests keep their order."""
+    scopes = {}  # scope -> [position of its first test, its tests, slow]
+    for index, item in enumerate(items):
+        scope = scopes.setdefault(group_of(item) or item.nodeid, [index, 0, False])
+        scope[1] += 1
+        scope[2] |= item.get_closest_marker("slow") is not None
+
+    def key(item):
+        first, size, slow = scopes[group_of(item) or item.nodeid]
+        return (not slow, -size, first)
+
+    items.sort(key=key)
+
+
 def write(config, items):
-    """In an xdist worker: {node id: group} for the scheduler (every worker collects the same tests)."""
+    """In an xdist worker: the tests longest first (longest_first), and {node id: group} for the scheduler (every
+    worker collects the same tests, and orders them alike)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if not worker:
         return
+    longest_first(items)
     groups = {item.nodeid: group for item in items if (group := group_of(item)) is not None}
     path = Path(config.option.basetemp).parent / FILE  # the run's directory; the worker's is inside it
     temporary = path.with_name(f"{FILE}.{worker}")
@@ -39,6 +61,8 @@ def write(config, items):
 def scheduler(config, log):
     """xdist's scheduler by scopes, a scope being a group from the workers' file, or else a single test."""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the workers' order (longest_first), not xdist's by number of tests
 
     class GroupScheduling(LoadScopeScheduling):
         groups = None

@@ -39,7 +39,10 @@ def test_without_bubblewrap_the_demo_grades_its_trusted_samples_and_says_so_once
 
     root = make_course(tmp_path)
     monkeypatch.setenv(sandbox.BWRAP, str(tmp_path / "no-bwrap"))
-    monkeypatch.delenv(sandbox.UNSANDBOXED, raising=False)  # restored afterwards: the demo sets it for itself
+    # Unset now and afterwards: the demo sets it for itself, and a delenv of an unset variable restores nothing (it
+    # stayed set in this test process, and every later grading there counted as another environment).
+    monkeypatch.setenv(sandbox.UNSANDBOXED, "")
+    monkeypatch.delenv(sandbox.UNSANDBOXED)
     monkeypatch.setattr(demo, "DEMO_STUDENTS", ("correct",))  # one sample is enough to show it grades
     assert demo.main(["--course", str(root)]) == 0
     said = capsys.readouterr().out

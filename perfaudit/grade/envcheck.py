@@ -44,17 +44,27 @@ def _files(folder, suffixes=None):
                   and (suffixes is None or p.suffix in suffixes))
 
 
+def _name(path, course_dir):
+    """A course file by its path in the course (a copy of the course elsewhere has the same), any other absolutely."""
+    try:
+        return path.relative_to(course_dir).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def fingerprint(course_dir, coursedir, assignment, settings):
-    """The digest of everything the check's verdict depends on."""
+    """The digest of everything the check's verdict depends on. The course's own files count by their path in the
+    course: a course directory copied or moved elsewhere (a backup restored, a folder renamed) keeps its record."""
     digest = hashlib.sha256()
-    course_dir = Path(course_dir)
+    course_dir = Path(course_dir).resolve()
     package = Path(perfaudit.__file__).parent
     inputs = [*_files(package, {".py", ".json"}),
               *_files(course_dir / coursedir.source_directory / assignment),
               *_files(course_dir / coursedir.release_directory / assignment),
               course_dir / "nbgrader_config.py", paths.ROOT / "requirements-cpu.txt"]
     for path in inputs:
-        digest.update(str(path).encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(none)") + b"\0")
+        name = _name(path, course_dir)
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"(none)") + b"\0")
     bwrap = sandbox._bwrap_path()
     said = {"python": sys.executable, "versions": versions.graded_with(), "settings": sorted(settings.items()),
             # settings that change what JAX does without a line of code, and where Python finds packages
