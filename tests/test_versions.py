@@ -65,6 +65,15 @@ def test_the_repository_pins_what_a_grade_depends_on():
     assert set(versions.graded_with()) <= set(pins), "python, jax, jaxlib, numpy and nbgrader all pinned"
 
 
+def test_reading_a_notebook_builds_no_iri_grammar():
+    """nbformat's validator imports jsonschema, whose format extra from 4.25 brings rfc3987-syntax: a grammar built at
+    import, seconds of CPU in every nbgrader command, grader and kernel setup cell (requirements-cpu.txt)."""
+    pins = versions.pinned(paths.ROOT / "requirements-cpu.txt")
+    assert "rfc3987-syntax" not in pins and "lark" not in pins
+    code = "import sys, nbformat.validator, perfaudit.checks; print('rfc3987_syntax' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
 def test_graded_with_reads_metadata_and_never_imports_jax():
     code = (
         "import sys, json; from perfaudit.grade import versions; found = versions.graded_with(); "

@@ -3,34 +3,15 @@ decomposed, the cost model, and reports written from the evidence given."""
 
 import json
 import math
-import sys
 from pathlib import Path
 
+import jsonschema  # imported with the checks, in the setup cell, not in a self-check
 import numpy as np
 
 from perfaudit.checks.failure import fail
 from perfaudit.checks.timing import check_timings
 from perfaudit.checks.traces import check_jaxpr_text, check_trace_count
 from perfaudit.report import load_schema
-
-
-def _jsonschema():
-    """jsonschema, imported without rfc3987_syntax where nothing imported it yet: at import, jsonschema builds that
-    package's IRI grammar (over a second of CPU in every kernel's setup cell) for the "iri" formats, which the report
-    schema does not use and a validator without a format checker never checks. Error messages are the same."""
-    if "jsonschema" in sys.modules or "rfc3987_syntax" in sys.modules:
-        import jsonschema
-
-        return jsonschema
-    sys.modules["rfc3987_syntax"] = None  # its import raises ImportError: jsonschema leaves those formats out
-    try:
-        import jsonschema
-    finally:
-        del sys.modules["rfc3987_syntax"]  # anyone importing it later gets the real package
-    return jsonschema
-
-
-jsonschema = _jsonschema()  # imported with the checks, in the setup cell, not in a self-check
 
 
 def artifact_path(evidence_dir, report, kind):
