@@ -111,15 +111,10 @@ def graded(request):
     return request.getfixturevalue(request.param)
 
 
-# Holes the grader does not give away in every run (its random holds sometimes catch the cheat): not strict, and
-# left out where the two graders' scores are compared, since each run draws its own.
-SOMETIMES = {"cheat-evidence-first-call-of-a-cheaper-function"}
-
-
 def _params(names):
     """The cases, a case with a known hole marked as an expected failure that says what happens today (strict: the
     test fails once the grader closes the hole, until its `hole` note goes)."""
-    return [pytest.param(name, marks=[pytest.mark.xfail(strict=name not in SOMETIMES, reason=catalog.CASES[name].hole)]
+    return [pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=catalog.CASES[name].hole)]
                          if catalog.CASES[name].hole else []) for name in sorted(names)]
 
 
@@ -231,5 +226,4 @@ def test_student_cells_of_the_autograded_notebooks_show_no_hidden_test(graded):
 
 @pytest.mark.xdist_group("catalog-plain")  # last of its group: by then the other process has graded the batch
 def test_batch_command_gives_the_same_scores(plain, batch):
-    compared = [name for name in GRADED if name not in SOMETIMES]
-    assert {name: _scores(batch[0], name) for name in compared} == {name: _scores(plain[0], name) for name in compared}
+    assert {name: _scores(batch[0], name) for name in GRADED} == {name: _scores(plain[0], name) for name in GRADED}

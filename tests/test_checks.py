@@ -469,6 +469,36 @@ def test_the_graders_first_call_at_each_shape_stands_apart_from_later_ones():
         assert evidence["trace_count"] == record.traces >= 3  # at least one retrace besides the two shapes
 
 
+def test_a_first_call_is_held_long_only_where_the_function_computes_the_workload():
+    """The grader holds a first call 200-300 ms when the function gives tanh(A @ A) on a matrix the grader draws, and
+    1-3 ms otherwise: the first call of another, cheaper function of the same jit never stands in for the workload's.
+    Asking costs no trace, whatever the input's dtype or kind."""
+    for seed, x in enumerate([jnp.eye(16), np.eye(16, dtype=np.float32), jnp.eye(16, dtype=jnp.bfloat16),
+                              jax.device_put(jnp.eye(16), jax.devices()[0]), np.eye(16)] * 2):
+        jit = checks.grader_jit(np.random.default_rng(seed))
+        traced = []
+        cheap, audited = jit(lambda v: v), jit(lambda v: traced.append(1) or workload(v))
+        for fn in (cheap, audited):
+            fn(x).block_until_ready()
+        cheap_record, audited_record = jit.functions
+        assert cheap_record.calls[0].ready_hold_s <= 0.003, x
+        assert audited_record.calls[0].ready_hold_s >= 0.2, x
+        assert len(traced) == audited_record.traces == 1, x
+
+
+def test_a_first_call_timed_on_a_cheaper_function_is_not_the_workload_s():
+    def cheaper_first(k, jit):
+        cheap = jit(lambda v: v)
+        start = time.perf_counter()
+        cheap(jnp.eye(16)).block_until_ready()
+        first = time.perf_counter() - start
+        return {**gather_evidence(k, jit), "first_call_s": first}
+
+    for seed in range(3):
+        with pytest.raises(AssertionError, match="first_call_s .* is shorter than the first call"):
+            checks.check_gather_evidence(cheaper_first, np.random.default_rng(seed))
+
+
 def test_the_timed_function_must_compute_the_workload():
     """Real timings of a function that is not the workload, with the workload's JAXPR saved beside them."""
     def of_nothing(k, jit):

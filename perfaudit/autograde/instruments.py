@@ -4,8 +4,12 @@ The student's code makes its audited function with `jit(fn)` and times it as it 
 function the stand-in makes is really jax.jit of fn, and the grader keeps a record of its own for each one:
 - its calls, each timed by the grader's own clock from the moment the call reaches it until the grader lets the
   result be ready (a span the student's clock, started before the call and stopped after the wait, must cover);
-  the first call at each shape, which traces and compiles, is held 200-300 ms; of the later ones a third are
-  held 25-40 ms at random, the others 1-3 ms: a timing of another call than it claims does not fit;
+  the first call at each shape, which traces and compiles, is held 200-300 ms when the function computes the
+  workload and 1-3 ms when it does not (a first call of another, cheaper function does not stand in for the
+  workload's); of the later ones a third are held 25-40 ms at random, the others 1-3 ms: a timing of another call
+  than it claims does not fit. Whether a first call computes the workload, the grader asks at the call: the
+  kernel-side stand-in runs the function just compiled on a matrix the grader draws from a seed (same shape and
+  dtype: JAX's cache, no new trace) and reports a few entries, which the grader compares with tanh(A @ A);
 - whether anyone waited for each result (an unsynchronized clock never waits);
 - its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
   static argument (a trace count typed in does not follow them).
@@ -25,7 +29,10 @@ this protocol itself can still do is in docs/grading-security.md.
 """
 
 import itertools
+import math
 import time
+
+import numpy as np
 
 from perfaudit.checks.held import HeldResult
 from perfaudit.kernelside import in_student_process
@@ -34,6 +41,8 @@ FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
 LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
 SHORT_HOLD_S = (0.001, 0.003)  # the other later calls
 CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
+PROBES = 4  # entries of fn(A) a first call reports, for the matrix A the grader draws
+PROBE_TOLERANCE = 0.02  # covers bfloat16 and float16 inputs; a function that is not tanh(A @ A) misses by far more
 STAGE_HOLD_S = (0.02, 0.15)  # each of trace, lower and compile of the ahead-of-time API
 STAGES = ("trace", "lower", "compile")
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
@@ -45,8 +54,9 @@ _own_numbers = itertools.count(1)
 
 
 class Call:
-    def __init__(self, key, salt, started, ready_hold_s):
+    def __init__(self, key, salt, started, ready_hold_s, probe=None):
         self.key, self.salt, self.started, self.ready_hold_s = key, salt, started, ready_hold_s
+        self.probe = probe  # a first call: the seed of the grader's matrix (0 where the input is not a square matrix)
         self.span_s = None  # grader's clock: from the call's arrival until its result was let be ready
 
     @property
@@ -103,6 +113,8 @@ class GraderJit:
         elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
+                if call.probe is not None and not computes_workload(call.probe, call.shape, rest[2:]):
+                    call.ready_hold_s = self._uniform(SHORT_HOLD_S)
                 time.sleep(max(0.0, call.ready_hold_s - (time.perf_counter() - received)))
                 call.span_s = time.perf_counter() - call.started
         return ""
@@ -117,19 +129,49 @@ class GraderJit:
         if not first_at_shape:
             record.repeats += 1
             record.salt += record.repeats in record.retrace_at
+        probe = None
         if first_at_shape:
             hold = self._uniform(FIRST_HOLD_S)
+            square = len(key[0]) == 2 and key[0][0] == key[0][1] and 0 < key[0][0] <= MAX_PROBED_N
+            probe = int(self.rng.integers(1, 2**31)) if square else 0
         else:
             hold = self._uniform(LONG_HOLD_S if self.rng.random() < 1 / 3 else SHORT_HOLD_S)
-        record.calls.append(Call(key, record.salt, received, hold))
+        record.calls.append(Call(key, record.salt, received, hold, probe))
         time.sleep(self._uniform(CALL_HOLD_S))
-        return f"{len(record.calls) - 1} {record.salt}"
+        return f"{len(record.calls) - 1} {record.salt}" + (f" {probe}" if probe else "")
 
     def __call__(self, fn):
         """jit(fn) right here, for a test that runs in the student's own process (the checker, the notebook)."""
         if self.number is None:
             self.number = -next(_own_numbers)
         return make_jit(self.number, self.answer)(fn)
+
+
+MAX_PROBED_N = 8192  # a larger first call is not checked, and held as a call of another function
+
+
+def probe_matrix(seed, n):
+    """The grader's n x n matrix for a first call (scaled normal entries: tanh(A @ A) not saturated) and the PROBES
+    entries it asks for, both from seed: the kernel-side stand-in and the grader draw the same."""
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32)
+    return a, rng.integers(0, n, size=(PROBES, 2)).tolist()
+
+
+def computes_workload(seed, shape, reported):
+    """Whether the entries a first call reported are those of tanh(A @ A) for the grader's matrix A."""
+    if not seed or len(reported) != PROBES:
+        return False
+    a, entries = probe_matrix(seed, shape[0])
+    for (i, j), text in zip(entries, reported):
+        try:
+            value = float(text[:32])
+        except ValueError:
+            return False
+        expected = math.tanh(float(a[i, :].astype(np.float64) @ a[:, j].astype(np.float64)))
+        if not abs(value - expected) <= PROBE_TOLERANCE:  # NaN fails too
+            return False
+    return True
 
 
 def _shape(text):
@@ -148,7 +190,6 @@ def make_jit(number, ask):
     """The stand-in's jit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader
     picks at each call, reporting each trace, and returning results whose readiness the grader decides."""
     import jax
-    import numpy as np
 
     functions = _registry.setdefault(number, [])
 
@@ -169,9 +210,15 @@ def make_jit(number, ask):
                 return inner(x, salts[-1])
             shape = "x".join(str(n) for n in np.shape(x))
             dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
-            call, salt = (ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}") + " 0 0").split(" ")[:2]
+            call, salt, seed = (ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}") + " 0 0 0").split(" ")[:3]
             salts.append(int(salt) if salt.isdigit() else 0)
-            return HeldResult(inner(x, salts[-1]), lambda: ask(f"perfaudit-ready {number} {index} {call}"))
+            result, salt = inner(x, salts[-1]), salts[-1]
+
+            def ready():
+                probed = _probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else ""
+                ask(f"perfaudit-ready {number} {index} {call}{probed}")
+
+            return HeldResult(result, ready)
 
         # The ahead-of-time API of a jitted function, at the static argument of the latest call; the grader holds
         # each stage once JAX has done it.
@@ -183,6 +230,21 @@ def make_jit(number, ask):
         return audited
 
     return jit
+
+
+def _probe(inner, x, salt, seed):
+    """' v1 v2 ...': the entries the grader asks for of the jitted function on the grader's matrix, given the shape,
+    dtype and placement of x, so that JAX runs the program it just compiled ('' when that fails)."""
+    import jax
+
+    try:
+        a, entries = probe_matrix(seed, np.shape(x)[0])
+        a = np.asarray(a, dtype=getattr(x, "dtype", np.float32))
+        placed = jax.device_put(a, x.sharding) if getattr(x, "committed", False) else jax.device_put(a)
+        out = np.asarray(inner(placed, salt))
+        return "".join(f" {float(out[i, j]):.5g}" for i, j in entries)
+    except Exception:  # anything but a square matrix out: not the workload
+        return ""
 
 
 class _Stage:
