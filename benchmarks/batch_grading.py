@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import make_course  # noqa: E402
+from courses import make_course  # noqa: E402
 from grading_cost import make_bare_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, course, paths  # noqa: E402

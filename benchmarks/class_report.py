@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import make_course  # noqa: E402
+from courses import make_course  # noqa: E402
 
 import nbformat  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import make_course  # noqa: E402
+from courses import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402

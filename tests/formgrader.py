@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from test_browser import started_server
+from chromium import started_server
 
 from perfaudit import ASSIGNMENT
 

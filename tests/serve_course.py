@@ -1,5 +1,5 @@
 """A course with nbgrader's exchange, a student beside it, and the grading service as a subprocess: for the tests
-of perfaudit.serve (test_serve.py, test_browser_serve.py) and benchmarks/serve_latency.py."""
+of perfaudit.serve (tests/serve/) and benchmarks/serve_latency.py."""
 
 import json
 import os

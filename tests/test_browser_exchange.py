@@ -17,10 +17,9 @@ import zipfile
 
 import pytest
 from nbgrader.utils import get_username
-from conftest import hidden_test_lines
-from test_browser import (  # noqa: F401 (artifacts and browser are fixtures)
-    UI_MS, artifacts, browser, screenshot, solution_cells, started_lab, type_into_cell, wait_for_notebook,
-)
+from courses import hidden_test_lines
+from chromium import UI_MS
+from test_browser import screenshot, solution_cells, started_lab, type_into_cell, wait_for_notebook
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths, student_copy
 

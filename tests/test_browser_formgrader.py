@@ -20,7 +20,7 @@ import zipfile
 import pytest
 from nbgrader.api import Gradebook
 from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
-from test_browser import UI_MS, artifacts, browser  # noqa: F401 (artifacts and browser are fixtures)
+from chromium import UI_MS
 from test_browser_exchange import instructor_course
 from test_whole_term import CORRECT, UNTOUCHED, canvas_zip
 

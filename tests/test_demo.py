@@ -4,7 +4,7 @@ import csv
 import io
 
 import pytest
-from conftest import make_course
+from courses import make_course
 
 from perfaudit import demo
 from perfaudit.fixtures import samples

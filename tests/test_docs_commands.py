@@ -94,24 +94,24 @@ RUN_BY = {
         ("test_check.py", 'run_check("--implementation", "starter", "--stage", str(stage)')],
     "make check STAGE=1": [("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],
     "nbgrader generate_assignment performance-audit --force": [
-        ("test_report_graded.py", 'course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)')],
+        ("grade/test_report_graded.py", 'course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)')],
     "nbgrader validate source/performance-audit/*.ipynb": [
         ("test_release.py", 'course.nbgrader("validate", *source, course_dir=course_dir)')],
     "nbgrader validate --invert notebooks/performance-audit/*.ipynb": [
         ("test_release.py", 'course.nbgrader("validate", "--invert", *release, course_dir=course_dir)')],
     "nbgrader autograde performance-audit": [
-        ("test_autograde.py", 'course.nbgrader("autograde", ASSIGNMENT, course_dir=course_dir)')],
-    "nbgrader export": [("test_autograde.py", 'course.nbgrader("export", course_dir=course_dir)')],
+        ("autograde/test_autograde.py", 'course.nbgrader("autograde", ASSIGNMENT, course_dir=course_dir)')],
+    "nbgrader export": [("autograde/test_autograde.py", 'course.nbgrader("export", course_dir=course_dir)')],
     "nbgrader generate_feedback performance-audit": [
-        ("test_catalog.py", 'course.nbgrader("generate_feedback", ASSIGNMENT, course_dir=root)')],
+        ("fixtures/test_catalog.py", 'course.nbgrader("generate_feedback", ASSIGNMENT, course_dir=root)')],
     "nbgrader collect performance-audit": [
         ("test_browser_exchange.py", 'course.nbgrader("collect", ASSIGNMENT, course_dir=instructor)')],
     "nbgrader release_feedback performance-audit": [
         ("test_browser_exchange.py", 'course.nbgrader("release_feedback", ASSIGNMENT, course_dir=instructor)')],
-    "make grade": [("test_grade_command.py", 'sys.executable, "-m", "perfaudit.grade", "--no-progress"]')],
+    "make grade": [("grade/test_grade_command.py", 'sys.executable, "-m", "perfaudit.grade", "--no-progress"]')],
     "make grade FROM=canvas-download.zip": [
         ("test_browser_formgrader.py", '_grade_cli(root, "--from", str(download)')],
-    # test_serve.py and test_browser_serve.py start it through serve_course.service()
+    # serve/test_serve.py and serve/test_browser_serve.py start it through serve_course.service()
     "make serve": [("serve_course.py", '[sys.executable, "-m", "perfaudit.serve", *args]')],
     ".venv/bin/jupyter lab --ServerApp.root_dir=$PWD": [
         ("formgrader.py", '"jupyter"), "lab", f"--ServerApp.root_dir={root}"]')],  # both Formgrader tests
@@ -119,27 +119,27 @@ RUN_BY = {
                       ("test_whole_term.py", '_cli(root, "--feedback-only")')],
     'python -m perfaudit.grade --export canvas --roster canvas-gradebook.csv '
     '[--lms-column "Performance audit (98765)"]': [
-        ("test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"'),
-        ("test_export.py", 'export.export("canvas", course, roster, column="Audit (1)"')],  # what --lms-column sets
+        ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"'),
+        ("grade/test_export.py", 'export.export("canvas", course, roster, column="Audit (1)"')],  # what --lms-column sets
     "python -m perfaudit.grade --export moodle --roster moodle-grading-worksheet.csv": [
-        ("test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"')],  # lms: canvas, moodle
+        ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"')],  # lms: canvas, moodle
     # what the option sets, run(Options(regrade=True))
-    "python -m perfaudit.grade --regrade": [("test_grade.py", "run(Options(course_dir=root, regrade=True")],
-    "python -m perfaudit.grade --report": [("test_report_graded.py", '"--report"')],
+    "python -m perfaudit.grade --regrade": [("grade/test_grade.py", "run(Options(course_dir=root, regrade=True")],
+    "python -m perfaudit.grade --report": [("grade/test_report_graded.py", '"--report"')],
     # a dask scheduler and two workers started on loopback, the command's run(Options(scheduler=...))
     "python -m perfaudit.grade --scheduler tcp://grading-head:8786": [
-        ("test_grade_cluster.py", "run(Options(course_dir=root, scheduler=address")],
+        ("grade/test_grade_cluster.py", "run(Options(course_dir=root, scheduler=address")],
     "python -m perfaudit.grade --scheduler /shared/scheduler.json": [
-        ("test_grade_cluster.py", "run(Options(course_dir=root, scheduler=str(scheduler_file)")],
+        ("grade/test_grade_cluster.py", "run(Options(course_dir=root, scheduler=str(scheduler_file)")],
     "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES=2 DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0 "
     "dask scheduler --host 10.0.0.1 --port 8786 --no-dashboard": [
-        ("test_grade_cluster.py", '"dask", "scheduler", "--host", "127.0.0.1", "--port", str(port)')],
+        ("grade/test_grade_cluster.py", '"dask", "scheduler", "--host", "127.0.0.1", "--port", str(port)')],
     "dask worker tcp://10.0.0.1:8786 --nworkers auto --nthreads 1 --memory-limit 0": [
-        ("test_grade_cluster.py", '"dask", "worker", address, "--nworkers", "1", "--nthreads", "1"')],
+        ("grade/test_grade_cluster.py", '"dask", "worker", address, "--nworkers", "1", "--nthreads", "1"')],
     # make lab's command and working copy (perfaudit.lab.main's), then JupyterLab in Chromium; --allow-root as root
     "make lab": [("test_browser.py", "lab.lab_command(course_dir)")],
-    "make lab ALLOW_ROOT=1": [("test_browser.py", 'argv.append("--allow-root")')],
-    'make lab LAB_ARGS="--no-browser --port=8890"': [("test_browser.py", '"--no-browser", "--ServerApp.ip=127.0.0.1"')],
+    "make lab ALLOW_ROOT=1": [("chromium.py", 'argv.append("--allow-root")')],
+    'make lab LAB_ARGS="--no-browser --port=8890"': [("chromium.py", '"--no-browser", "--ServerApp.ip=127.0.0.1"')],
     # the student's own working copy, from the unzipped student copy (stage 2, the default evidence folder)
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
         ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
@@ -172,11 +172,11 @@ NOT_RUN = {
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "
-    "read in tests/test_grade_task.py",
+    "read in tests/grade/test_grade_task.py",
     "dask worker tls://10.0.0.1:8786 --nthreads 1 --memory-limit 0 --tls-ca-file ca.pem --tls-cert worker.pem "
     "--tls-key worker-key.pem": "needs a certificate authority's files, as the scheduler above",
     "python -m perfaudit.serve --scheduler tcp://grading-head:8786": "needs a running Dask cluster; the service "
-    "grades with the batch command's task and engine, which tests/test_grade_cluster.py runs on one",
+    "grades with the batch command's task and engine, which tests/grade/test_grade_cluster.py runs on one",
 }
 
 # Commands this file runs as the docs write them: {command: where (the repository, or a temporary course)}.

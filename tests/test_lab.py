@@ -1,6 +1,6 @@
 """`make lab`'s working copy: made from the release in notebooks/, or left to Fetch where the exchange releases."""
 
-from conftest import make_course
+from courses import make_course
 
 from perfaudit import ASSIGNMENT, course, lab, paths, workcopy
 

@@ -4,7 +4,7 @@ import json
 import re
 
 import pytest
-from conftest import make_course
+from courses import make_course
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths
 

@@ -12,7 +12,7 @@ import zipfile
 
 import nbformat
 import pytest
-from conftest import instructor_only_lines
+from courses import instructor_only_lines
 
 from perfaudit import ASSIGNMENT, answers, checks, paths, student_copy
 from perfaudit.fixtures import samples

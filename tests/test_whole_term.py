@@ -10,7 +10,6 @@ scores are read from the gradebook.
 
 import csv
 import io
-import os
 import shutil
 import subprocess
 import sys
@@ -20,9 +19,10 @@ from datetime import datetime, timezone
 
 import nbformat
 import pytest
+from courses import NB1
 from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
 from nbgrader.api import Gradebook
-from test_browser import UI_MS, artifacts, browser  # noqa: F401 (artifacts and browser are fixtures)
+from chromium import UI_MS
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
@@ -31,7 +31,6 @@ from perfaudit.grade.run import NothingToGrade, Options, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 
-NB1 = "01-first-call-vs-steady"
 COURSE_ID = "jax-performance-audit"
 DUE = datetime(2025, 3, 10, 12, 0, tzinfo=timezone.utc)
 FIRST_WEEK, SECOND_WEEK, AFTER_DUE = (DUE.timestamp() - 86400 * 3, DUE.timestamp() - 3600, DUE.timestamp() + 7200)

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import make_course, uninstalled
+from courses import make_course, uninstalled
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.autograde.canary import DISK_FULL

@@ -233,7 +233,7 @@ def test_output_beyond_the_limit_is_dropped_but_errors_are_kept(tmp_path):
 
 def _course_with_a_submission(tmp_path):
     """A course whose one submission starts no kernel (malformed JSON): quick to grade."""
-    from conftest import make_course
+    from courses import make_course
 
     root = make_course(tmp_path / "course")
     folder = root / "submitted" / "someone" / ASSIGNMENT

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import make_course
+from courses import FULL, NB2, NONE, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, course, paths
@@ -27,10 +27,8 @@ from perfaudit.fixtures import samples
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run
 
-NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}
 EXPECTED = {
-    "correct-on-a-worker-killed-mid-grading": {NB1: 5, NB2: 6, NB3: 4, NB4: 5},
+    "correct-on-a-worker-killed-mid-grading": FULL,
     "untouched": NONE,
     "malformed-json-in-03": {**NONE, NB2: 6},
     "empty-submission": NONE,

@@ -17,9 +17,8 @@ from html.parser import HTMLParser
 import nbformat
 import numpy as np
 import pytest
-from conftest import make_course
+from courses import NB1, make_course
 from nbgrader.api import Gradebook
-from test_browser import CHROMIUM, artifacts, browser  # noqa: F401 (fixtures)
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths
 from perfaudit.fixtures import samples
@@ -30,7 +29,6 @@ from perfaudit.grade.run import Options, State, run
 
 pytestmark = pytest.mark.slow  # minutes: three grading runs
 
-NB1 = paths.STAGES[1].removesuffix(".ipynb")
 OTHERS = [name.removesuffix(".ipynb") for stage, name in paths.STAGES.items() if stage != 1]
 # A student's exception message that would load an image, run a script and retitle the page if shown as markup.
 HOSTILE = ('<img src="http://127.0.0.1:9/leak.png" onerror="document.title=\'pwned\'">'

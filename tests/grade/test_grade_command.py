@@ -5,7 +5,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import make_course, uninstalled
+from courses import make_course, uninstalled
 
 from perfaudit import paths
 from perfaudit.autograde import sandbox

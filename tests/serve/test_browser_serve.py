@@ -9,12 +9,11 @@ commands in test_serve.py.
 """
 
 import pytest
-from conftest import hidden_test_lines
+from courses import hidden_test_lines
 from nbgrader.utils import get_username
 from serve_course import course_with_exchange, service, wait_for
-from test_browser import (  # noqa: F401 (artifacts and browser are fixtures)
-    UI_MS, artifacts, browser, solution_cells, started_lab, type_into_cell, wait_for_notebook,
-)
+from chromium import UI_MS
+from test_browser import solution_cells, started_lab, type_into_cell, wait_for_notebook
 from test_browser_exchange import (
     EXCHANGE_MS, assignments_view, open_from_file_browser, student_machine, unzipped_student_copy,
 )

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 
 import nbformat
 import pytest
-from conftest import make_course
+from courses import NB1, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, course
@@ -23,7 +23,6 @@ from perfaudit.grade.run import Options, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 
-NB1 = "01-first-call-vs-steady"
 DUE = datetime(2025, 3, 10, 12, 0, tzinfo=timezone.utc)
 ON_TIME, LATE = DUE.timestamp() - 3600, DUE.timestamp() + 3600
 COURSE_ID = "jax-performance-audit"

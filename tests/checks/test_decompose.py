@@ -14,7 +14,7 @@ import pytest
 from jax._src import monitoring  # the listener list itself: is ours gone afterwards?
 
 from perfaudit import charts, checks, decompose, environment, report
-from test_checks import _report, _write
+from evidence_reports import consistent_report, write_evidence
 
 N = 16
 
@@ -34,15 +34,15 @@ def first_call():
 
 def _full_report(first_call):
     return {
-        **_report(),
-        "environment": {**_report()["environment"], **environment.describe()},
+        **consistent_report(),
+        "environment": {**consistent_report()["environment"], **environment.describe()},
         "artifacts": {"jaxpr": "workload.jaxpr.txt", "stablehlo": "workload.stablehlo.txt"},
         **{s: first_call[s] for s in ("decomposition", "cost_analysis", "memory_estimate")},
     }
 
 
 def _write_full(tmp_path, full, first_call):
-    _write(tmp_path, full)
+    write_evidence(tmp_path, full)
     (tmp_path / "workload.stablehlo.txt").write_text(first_call["stablehlo_text"])
     return tmp_path
 
@@ -143,7 +143,7 @@ def test_decomposition_relations_hold_and_fail_where_they_should():
 
 
 def test_going_further_check_names_what_is_missing(first_call, tmp_path):
-    _write(tmp_path, _report())
+    write_evidence(tmp_path, consistent_report())
     with pytest.raises(AssertionError, match="decomposition, cost_analysis, memory_estimate"):
         checks.check_going_further(tmp_path)
     evidence_dir = _write_full(tmp_path, _full_report(first_call), first_call)

@@ -1,12 +1,11 @@
-"""The class report and the regrade snapshot on a PostgreSQL gradebook (a real server, started as
-tests/test_grade_postgres.py starts it). Submissions that start no kernel keep it short: the report's one query,
+"""The class report and the regrade snapshot on a PostgreSQL gradebook (a real server, started by
+tests/grade/conftest.py). Submissions that start no kernel keep it short: the report's one query,
 the regrade's snapshot and --report all read PostgreSQL, and nothing falls back to a sqlite file."""
 
 import io
 
 import pytest
-from conftest import make_course
-from test_grade_postgres import postgres_url  # noqa: F401 (a fixture: this module's own server)
+from courses import make_course
 
 from perfaudit.fixtures import samples
 from perfaudit.grade.__main__ import main

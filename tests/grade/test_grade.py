@@ -12,7 +12,7 @@ import os
 import re
 
 import pytest
-from conftest import hidden_test_lines, make_course
+from courses import FULL, NB1, NB2, NB3, NB4, NONE, hidden_test_lines, make_course
 
 from perfaudit import ASSIGNMENT, course
 from perfaudit.fixtures import samples
@@ -21,12 +21,10 @@ from perfaudit.grade.run import Options, State, run
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 
-NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-NONE = {NB1: 0, NB2: 0, NB3: 0, NB4: 0}
 
 # The score each fixture submission must get, per notebook (a notebook it does not hold scores 0).
 EXPECTED = {
-    "correct": {NB1: 5, NB2: 6, NB3: 4, NB4: 5},
+    "correct": FULL,
     "kernel-dies-in-02-after-3-points": {**NONE, NB1: 5, NB2: 3},  # plain nbgrader: 0 for the whole student
     "hangs-in-01-ignoring-interrupts": {**NONE, NB1: 4, NB2: 6},  # loses correct_summary only
     "out-of-memory-in-01": {**NONE, NB1: 4, NB2: 6},  # its summarize cell fails under the limit

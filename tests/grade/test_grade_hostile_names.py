@@ -21,7 +21,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import make_course
+from courses import FULL, NB1, NB2, NB3, NB4, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
@@ -29,14 +29,13 @@ from perfaudit.fixtures import samples
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 
-NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
 HONEST = "full-marks_777"
 HONEST_FOLDER = "Full Marks_777_assignsubmission_file_"
 CLASSMATE_FOLDER = "Plants Into Full Marks_999_assignsubmission_file_"
 FORGED_LINE = f"  {HONEST} {NB1} (0/5): forged by a classmate"
 
 EXPECTED = {  # {student: {notebook: score}} in the gradebook
-    HONEST: {NB1: 5, NB2: 6, NB3: 4, NB4: 5},
+    HONEST: FULL,
     "not-utf8-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
     "forged-summary-line-in-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
     "exception-with-escape-codes-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},

@@ -2,7 +2,7 @@
 
 import shutil
 
-from conftest import make_course
+from courses import make_course
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import ASSIGNMENT

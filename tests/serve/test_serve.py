@@ -11,7 +11,7 @@ yet" and records no score; the service started again in a sound one grades the s
 
 import nbformat
 import pytest
-from conftest import hidden_test_lines
+from courses import hidden_test_lines
 from nbgrader.utils import get_username
 from serve_course import course_with_exchange, fetch_feedback, service, student_home, submit, wait_for
 
@@ -81,7 +81,7 @@ def test_graded_limited_and_killed_mid_grading_with_nothing_lost_or_graded_twice
     oldest = min(r["seen_at"] for r in found.values())
     page = newest_pages(student)[STEM]
     assert "(not graded: limit reached)" in page and "Score:" not in page
-    assert f"You have had 3 graded submission(s) in the last 24 hours" in page
+    assert "You have had 3 graded submission(s) in the last 24 hours" in page
     assert f"Your next submission will be graded if you submit after {notes.when(oldest + 24 * 3600)}." in page
     # the limited submission is collected as usual: submitted/ holds it, for the final grading
     assert (root / "submitted" / STUDENT / ASSIGNMENT / "timestamp.txt").read_text() == max(fetch_feedback(student))

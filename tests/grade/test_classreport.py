@@ -1,6 +1,6 @@
 """The class report's arithmetic and its page, on a class written out by hand (no grading: the fast tier).
 
-tests/test_report_graded.py grades real submissions and opens the page in Chromium; here each piece is checked
+tests/grade/test_report_graded.py grades real submissions and opens the page in Chromium; here each piece is checked
 against numbers worked out independently: the point-biserial against NumPy's Pearson correlation, causes,
 regrade diffs, the CSV's formula guard, and that text from a submission cannot become markup.
 """

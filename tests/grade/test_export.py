@@ -5,7 +5,7 @@ import io
 import zipfile
 
 import pytest
-from conftest import make_course
+from courses import make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT

@@ -5,12 +5,11 @@ import hashlib
 from pathlib import Path
 
 import pytest
+from courses import FULL, NB1, NB2, NB3, NB4
 
 from perfaudit import ASSIGNMENT, course
 from perfaudit.fixtures import samples
 
-NB1, NB2, NB3, NB4 = "01-first-call-vs-steady", "02-retracing", "03-evidence", "04-integrated-audit"
-FULL = {NB1: 5, NB2: 6, NB3: 4, NB4: 5}  # NB2: traces 3, JAXPR 1, predictions 2; NB4: audit 3, stages 1, their report 1
 
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.
 EXPECTED = {
@@ -111,9 +110,7 @@ def test_a_forged_test_cell_never_runs_in_the_grader(tmp_path):
     import uuid
 
     import nbformat
-    from conftest import make_course
-
-    from perfaudit import notebooks
+    from courses import make_course
 
     root = make_course(tmp_path / "course")
     samples.write_submission("correct", root / "submitted")

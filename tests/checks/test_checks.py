@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from evidence_reports import consistent_report, write_evidence
+
 from perfaudit import checks
 
 
@@ -186,37 +188,13 @@ def test_expected_cost_is_the_closed_form():
 
 def test_a_report_written_from_constants_does_not_carry_the_evidence(tmp_path):
     evidence = checks.made_up_evidence()
-    _write(tmp_path, _report(), jaxpr=evidence["jaxpr_text"])
+    write_evidence(tmp_path, consistent_report(), jaxpr=evidence["jaxpr_text"])
     with pytest.raises(AssertionError, match="timings.first_call_s"):
         checks.check_report_carries(tmp_path, evidence)
 
 
-def _report():
-    steady = [3e-5, 1e-5, 2e-5, 5e-5, 4e-5]
-    return {
-        "audit": "performance-audit",
-        "workload": "tanh(x @ x)",
-        "memory_measured": False,
-        "profiler_trace": False,
-        "timings": {
-            "shape": [16, 16], "dtype": "float32", "synchronized": True, "first_call_s": 0.06, "steady_s": steady,
-            "steady_summary": {"median_s": 3e-5, "min_s": 1e-5, "max_s": 5e-5, "iqr_s": 2e-5},
-        },
-        "tracing": {"shapes": [[16, 16], [32, 32]], "trace_count": 2, "read_before_make_jaxpr": True},
-        "artifacts": {"jaxpr": "workload.jaxpr.txt"},
-        "environment": {"python": "3.11", "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "device_kind": "cpu"},
-    }
-
-
-def _write(tmp_path, report, jaxpr=None):
-    jaxpr = checks.reference_jaxpr() if jaxpr is None else jaxpr
-    (tmp_path / "report.json").write_text(json.dumps(report))
-    (tmp_path / "workload.jaxpr.txt").write_text(jaxpr)
-    return tmp_path
-
-
 def test_evidence_dir_passes_for_a_consistent_report(tmp_path):
-    checks.check_evidence_dir(_write(tmp_path, _report()))
+    checks.check_evidence_dir(write_evidence(tmp_path, consistent_report()))
 
 
 @pytest.mark.parametrize("change, message", [
@@ -227,18 +205,18 @@ def test_evidence_dir_passes_for_a_consistent_report(tmp_path):
     (lambda r: r.pop("environment"), "environment"),
 ])
 def test_evidence_dir_fails_for_an_inconsistent_report(tmp_path, change, message):
-    report = _report()
+    report = consistent_report()
     change(report)
     with pytest.raises(AssertionError, match=message):
-        checks.check_evidence_dir(_write(tmp_path, report))
+        checks.check_evidence_dir(write_evidence(tmp_path, report))
 
 
 def test_evidence_dir_needs_the_jaxpr_file_and_its_ops(tmp_path):
     with pytest.raises(AssertionError, match="this one computes no equations"):
-        checks.check_evidence_dir(_write(tmp_path, _report(), jaxpr="dot_general tanh"))
+        checks.check_evidence_dir(write_evidence(tmp_path, consistent_report(), jaxpr="dot_general tanh"))
     (tmp_path / "workload.jaxpr.txt").unlink()
     with pytest.raises(AssertionError, match="should exist beside report.json"):
-        checks.check_report_agrees(_report(), tmp_path)
+        checks.check_report_agrees(consistent_report(), tmp_path)
 
 
 def test_missing_report_says_so(tmp_path):
@@ -328,11 +306,11 @@ def test_a_report_with_the_reproducibility_fields_follows_the_schema_and_an_old_
     from perfaudit import environment, report
 
     assert report.load_schema()["properties"]["schema_version"]["const"] == report.SCHEMA_VERSION
-    old = _report()
-    checks.check_evidence_dir(_write(tmp_path, old))  # version 1: no schema_version, no reproducibility fields
+    old = consistent_report()
+    checks.check_evidence_dir(write_evidence(tmp_path, old))  # version 1: no schema_version, no reproducibility fields
     new = {**old, "schema_version": report.SCHEMA_VERSION,
            "environment": {**old["environment"], **environment.reproducibility()}}
-    checks.check_evidence_dir(_write(tmp_path, new))
+    checks.check_evidence_dir(write_evidence(tmp_path, new))
     with jax.default_matmul_precision("bfloat16"):
         assert environment.reproducibility()["matmul_precision"] == "bfloat16"
 
@@ -346,10 +324,10 @@ def test_a_report_with_the_reproducibility_fields_follows_the_schema_and_an_old_
     ("environment_variables", {"JAX_PLATFORMS": 1}, "is not of type 'string'"),
 ])
 def test_reproducibility_fields_are_validated_when_present(tmp_path, field, value, message):
-    report = _report()
+    report = consistent_report()
     report["environment"][field] = value
     with pytest.raises(AssertionError, match=message):
-        checks.check_evidence_dir(_write(tmp_path, report))
+        checks.check_evidence_dir(write_evidence(tmp_path, report))
 
 
 def test_a_clock_started_after_the_call_is_caught():
@@ -536,7 +514,7 @@ def test_a_jaxpr_of_another_product_is_not_the_workload_s():
 
 @pytest.mark.parametrize("name", ["/etc/passwd", "../report.json", "sub/workload.jaxpr.txt", ".."])
 def test_an_artifact_name_outside_the_evidence_folder_is_never_looked_at(tmp_path, name):
-    report = _report()
+    report = consistent_report()
     report["artifacts"]["jaxpr"] = name
     with pytest.raises(AssertionError, match="artifacts.jaxpr should name a file beside report.json"):
-        checks.check_evidence_dir(_write(tmp_path, report))
+        checks.check_evidence_dir(write_evidence(tmp_path, report))
