@@ -8,8 +8,9 @@ function the stand-in makes is really jax.jit of fn, and the grader keeps a reco
   workload and 1-3 ms when it does not (a first call of another, cheaper function does not stand in for the
   workload's); of the later ones a third are held 25-40 ms at random, the others 1-3 ms: a timing of another call
   than it claims does not fit. Whether a first call computes the workload, the grader asks at the call: the
-  kernel-side stand-in runs the function just compiled on a matrix the grader draws from a seed (same shape and
-  dtype: JAX's cache, no new trace) and reports a few entries, which the grader compares with tanh(A @ A);
+  kernel-side stand-in runs the function just compiled on a matrix the grader draws from a seed (the input's shape,
+  dtype and placement: JAX's cache, no new trace) and reports a few entries, which the grader compares with
+  tanh(A @ A);
 - whether anyone waited for each result (an unsynchronized clock never waits);
 - its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
   static argument (a trace count typed in does not follow them).
@@ -154,12 +155,13 @@ MAX_PROBED_N = 2048  # a larger first call is not probed (a matrix that size cos
 def probe_entries(seed, rows, columns, n):
     """Entries (rows, columns) of the grader's n x n matrix for a first call, a hash of (seed, row, column): uniform,
     mean 0, variance 1/sqrt(n), so that the entries of A @ A are about 1 in size, where tanh is far from both the
-    identity and saturation (x @ x without tanh, or a constant, misses). Any entry costs the same to make, so the grader makes only
-    the row and the column it checks (never the whole matrix of a size a kernel names)."""
-    mix = np.uint64(seed) + np.asarray(rows, np.uint64) * np.uint64(0x9E3779B97F4A7C15) \
-        + np.asarray(columns, np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-    for shift, factor in ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53)):  # MurmurHash3's finalizer
-        mix = (mix ^ (mix >> np.uint64(shift))) * np.uint64(factor)
+    identity and saturation (x @ x without tanh, or a constant, misses). Any entry costs the same to make, so the
+    grader makes only the row and the column it checks, never the whole matrix of a size a kernel names."""
+    rows, columns = np.broadcast_arrays(np.asarray(rows, np.uint64), np.asarray(columns, np.uint64))
+    with np.errstate(over="ignore"):  # the hash wraps around 2**64 by design
+        mix = np.uint64(seed) + rows * np.uint64(0x9E3779B97F4A7C15) + columns * np.uint64(0xC2B2AE3D27D4EB4F)
+        for factor in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):  # MurmurHash3's finalizer
+            mix = (mix ^ (mix >> np.uint64(33))) * np.uint64(factor)
     uniform = (mix >> np.uint64(11)).astype(np.float64) / 2.0**53
     return (uniform - 0.5) * math.sqrt(12) * n ** -0.25
 
@@ -222,7 +224,8 @@ def make_jit(number, ask):
                 return inner(x, salts[-1])
             shape = "x".join(str(n) for n in np.shape(x))
             dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
-            call, salt, seed = (ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}") + " 0 0 0").split(" ")[:3]
+            answer = ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}")
+            call, salt, seed = (answer + " 0 0 0").split(" ")[:3]  # seed: a first call's question, 0 for none
             salts.append(int(salt) if salt.isdigit() else 0)
             result, salt = inner(x, salts[-1]), salts[-1]
 
