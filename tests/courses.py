@@ -38,16 +38,17 @@ def remember(tmp_path_factory):
 def generate_checked_course(root):
     """generate_course, then the environment check for it as `python -m perfaudit.grade` runs it (the instructor's
     solutions score full marks and the release none, through the grading pipeline) and its record beside the
-    gradebook (perfaudit/grade/envcheck.py). A copy of the course is graded without checking again, as an
+    gradebook (perfaudit/autograde/envrecord.py). A copy of the course is graded without checking again, as an
     instructor's next run is: the record's fingerprint names the course's files by their path in the course."""
     from nbgrader.coursedir import CourseDirectory
 
     from perfaudit.autograde.canary import GradingEnvironmentError
+    from perfaudit.autograde import envrecord
     from perfaudit.grade import envcheck, run, worker
 
     generate_course(root)
     coursedir = CourseDirectory(config=worker.course_config(root))
-    record = envcheck.record_path(coursedir.db_url, root / "autograded", run.STATE_DIR)
+    record = envrecord.record_path(coursedir.db_url, root / "autograded", run.STATE_DIR)
     names = sorted(filename.removesuffix(".ipynb") for filename in paths.STAGES.values())
     try:
         envcheck.once(root, coursedir, ASSIGNMENT, names, {}, record)

@@ -4,7 +4,8 @@ Two guards, both through the very pipeline students are graded by (TrustedExecut
 grader):
 - The canary: the instructor's solution of a notebook (from source/) must score full marks, and the untouched
   release none. `python -m perfaudit.grade` runs it on every notebook before it grades anyone; plain
-  `nbgrader autograde` runs it once per process and notebook, before the first student's copy of that notebook.
+  `nbgrader autograde` runs it once per process and notebook, before the first student's copy of that notebook,
+  unless the batch command's check passed for this very environment (perfaudit/autograde/envrecord.py).
 - An error the student cannot have caused marks the notebook "not graded: environment" (GradingEnvironmentError)
   instead of scoring it: the kernel cannot start, or an instructor's locked cell fails before any student cell
   ran (the setup cell's imports of JAX and of the course's checks).
@@ -20,6 +21,8 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
+
+from perfaudit.autograde import envrecord
 
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
 
@@ -112,16 +115,27 @@ _verdicts = {}  # (source folder, notebook) -> None when the canary passed, else
 
 
 def check_once_per_process(name, config, pipeline):
-    """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one)."""
+    """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one), and not
+    at all where the batch command's environment check passed for this very environment (envrecord). Returns the
+    sentence to log when it was skipped for that reason, the first time."""
     key = (str(Path(CourseDirectory(config=config).root).resolve()), name)
+    said = None
     if key not in _verdicts:
-        try:
-            check_notebook(name, config, pipeline)
+        earlier = envrecord.earlier_in_this_process(config)
+        if earlier:
             _verdicts[key] = None
-        except GradingEnvironmentError as error:
-            _verdicts[key] = str(error)
+            said = (f"environment check for {name}: passed earlier for this environment (checked "
+                    f"{earlier['checked_at']}); it runs again when the course package, source/, the release, "
+                    "nbgrader_config.py, the requirements or the sandbox change")
+        else:
+            try:
+                check_notebook(name, config, pipeline)
+                _verdicts[key] = None
+            except GradingEnvironmentError as error:
+                _verdicts[key] = str(error)
     if _verdicts[key]:
         raise GradingEnvironmentError(_verdicts[key])
+    return said
 
 
 def still_sound(name, config, pipeline):

@@ -102,7 +102,9 @@ class TrustedExecute(Execute):
         self._demonstrations = {nbgrader_meta(cell).get("grade_id") for cell in instructors.cells
                                 if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None}
         if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
-            canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
+            said = canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
+            if said:
+                self.log.info(said)
         submitted = copy.deepcopy(nb)
         self._retried = False
         nb, resources = self._run(nb, resources, km)

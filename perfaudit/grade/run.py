@@ -24,7 +24,7 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
-from perfaudit.autograde import canary, sandbox, submission
+from perfaudit.autograde import canary, envrecord, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
                              summary, task, versions, worker)
@@ -230,7 +230,7 @@ def run(options, out=sys.stdout):
                                       STATE_DIR)
     if "TrustedExecute.canary" not in settings and not options.scheduler and any(f.gradable for f, _ in todo.values()):
         started = time.monotonic()  # once per environment: a record beside the gradebook (perfaudit/grade/envcheck.py)
-        record = envcheck.record_path(url, autograded, STATE_DIR)
+        record = envrecord.record_path(url, autograded, STATE_DIR)
         batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings, record)
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from courses import make_course, uninstalled
+from courses import FULL, NB2, make_course, uninstalled
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.autograde.canary import DISK_FULL
@@ -82,6 +82,19 @@ def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two, brok
     assert done.returncode != 0
     assert "GradingEnvironmentError" in done.stdout + done.stderr and "No student was graded" in done.stdout + done.stderr
     assert not (class_of_two / "autograded" / "correct" / ASSIGNMENT / "02-retracing.ipynb").exists()
+
+
+def test_plain_nbgrader_skips_its_canary_where_the_batch_command_s_check_passed_for_this_environment(class_of_two):
+    """The course is a copy of one the batch command checked (its record beside the gradebook): plain nbgrader says
+    so and grades at once. A setting given on the command line is not in the fingerprint: the canary runs."""
+    said = course.nbgrader("autograde", ASSIGNMENT, "--student=correct", "--notebook=02-retracing",
+                           course_dir=class_of_two)
+    assert "environment check for 02-retracing: passed earlier for this environment" in said, said
+    assert course.scores(class_of_two)["correct"]["02-retracing"] == (FULL[NB2], FULL[NB2])
+    said = course.nbgrader("autograde", ASSIGNMENT, "--student=untouched", "--notebook=02-retracing",
+                           "--Execute.timeout=600", course_dir=class_of_two)
+    assert "passed earlier" not in said, said
+    assert course.scores(class_of_two)["untouched"]["02-retracing"] == (0, FULL[NB2])
 
 
 def test_skipping_the_check_is_said_in_the_summary(class_of_two):

@@ -6,15 +6,16 @@ from courses import make_course
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import envcheck, worker
+from perfaudit.autograde import envrecord
+from perfaudit.grade import worker
 
 
 def _fingerprint(root, settings=None):
-    return envcheck.fingerprint(root, CourseDirectory(config=worker.course_config(root)), ASSIGNMENT, settings or {})
+    return envrecord.fingerprint(root, CourseDirectory(config=worker.course_config(root)), ASSIGNMENT, settings or {})
 
 
 def _record(root):
-    return root / f"gradebook.db{envcheck.RECORD_SUFFIX}"
+    return root / f"gradebook.db{envrecord.RECORD_SUFFIX}"
 
 
 def test_a_course_copied_elsewhere_keeps_its_record_and_a_changed_notebook_does_not(tmp_path):
@@ -24,13 +25,13 @@ def test_a_course_copied_elsewhere_keeps_its_record_and_a_changed_notebook_does_
     copy = tmp_path / "elsewhere" / "renamed"
     shutil.copytree(original, copy)
     assert _fingerprint(copy) == _fingerprint(original)
-    assert envcheck.passed_earlier(_record(copy), _fingerprint(copy)), "the copy of a checked course keeps its record"
+    assert envrecord.passed_earlier(_record(copy), _fingerprint(copy)), "the copy of a checked course keeps its record"
     assert _fingerprint(copy, {"Execute.timeout": 5}) != _fingerprint(original)
 
     notebook = next((copy / "source" / ASSIGNMENT).glob("*.ipynb"))
     notebook.write_text(notebook.read_text().replace("Importing JAX", "Importing  JAX", 1))
     assert _fingerprint(copy) != _fingerprint(original)
-    assert envcheck.passed_earlier(_record(copy), _fingerprint(copy)) is None
+    assert envrecord.passed_earlier(_record(copy), _fingerprint(copy)) is None
 
     shutil.copytree(original, tmp_path / "third")
     with open(tmp_path / "third" / "nbgrader_config.py", "a") as config:
