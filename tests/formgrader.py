@@ -2,11 +2,12 @@
 directory (docs/instructors.md, "Formgrader and manual grading"), a student's notebook opened through Manage
 Students, and a score or extra credit typed into its field and saved by Formgrader as the field is left."""
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 
-from chromium import started_server
+from chromium import UI_MS, started_server
 
 from perfaudit import ASSIGNMENT
 
@@ -17,6 +18,22 @@ def started_formgrader(root, home):
     venv_bin = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
     return started_server([str(venv_bin / "jupyter"), "lab", f"--ServerApp.root_dir={root}"], env, root, home, root)
+
+
+@contextlib.contextmanager
+def formgrader_in_a_page(browser, root, home, failed_png):
+    """(page, Formgrader's frame, server) on a Formgrader started for the course `root`: the page is saved to
+    failed_png when the block fails, and closed after it."""
+    with started_formgrader(root, home) as server:
+        page = browser.new_page()
+        page.set_default_timeout(UI_MS)
+        try:
+            yield page, open_formgrader(page, server), server
+        except Exception:
+            page.screenshot(path=str(failed_png))
+            raise
+        finally:
+            page.close()
 
 
 def open_formgrader(page, server):

@@ -19,8 +19,7 @@ import zipfile
 
 import pytest
 from nbgrader.api import Gradebook
-from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
-from chromium import UI_MS
+from formgrader import formgrader_in_a_page, give_extra_credit, open_notebook, set_score, students_listed
 from test_browser_exchange import instructor_course
 from test_whole_term import CORRECT, UNTOUCHED, canvas_zip
 
@@ -68,59 +67,51 @@ def test_a_score_changed_in_formgrader_reaches_feedback_and_the_canvas_export(tm
     assert f"{STEM} (Score: 5.0 / 5.0)" in ann_feedback.read_text()
     bob_before = bob_feedback.read_bytes()
 
-    with started_formgrader(root, tmp_path / "lab-home") as server:
-        page = browser.new_page()
-        page.set_default_timeout(UI_MS)
-        try:
-            formgrader = open_formgrader(page, server)
-            # The name intake recorded from the Canvas download (last name only), never "None, None".
-            assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
-            assert "5 / 5" in open_notebook(formgrader, "ann_101", STEM)
+    with formgrader_in_a_page(browser, root, tmp_path / "lab-home",
+                              artifacts / "failed-formgrader.png") as (page, formgrader, server):
+        # The name intake recorded from the Canvas download (last name only), never "None, None".
+        assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
+        assert "5 / 5" in open_notebook(formgrader, "ann_101", STEM)
 
-            # The manual grading page of ann's notebook 1: every test's field shows the autograder's score.
-            score = formgrader.locator(f"input.score#{OVERRIDDEN}")
-            score.wait_for()
-            assert score.get_attribute("placeholder") == "1"
-            override = set_score(page, formgrader, OVERRIDDEN, "0")
-            assert (override["name"], override["auto_score"], override["manual_score"]) == (OVERRIDDEN, 1, 0), override
-            extra = give_extra_credit(page, formgrader, EXTRA_CREDIT, "0.5")
-            assert (extra["name"], extra["auto_score"], extra["extra_credit"]) == (EXTRA_CREDIT, 1, 0.5), extra
-            page.screenshot(path=str(artifacts / "formgrader-manual-grade.png"))
+        # The manual grading page of ann's notebook 1: every test's field shows the autograder's score.
+        score = formgrader.locator(f"input.score#{OVERRIDDEN}")
+        score.wait_for()
+        assert score.get_attribute("placeholder") == "1"
+        override = set_score(page, formgrader, OVERRIDDEN, "0")
+        assert (override["name"], override["auto_score"], override["manual_score"]) == (OVERRIDDEN, 1, 0), override
+        extra = give_extra_credit(page, formgrader, EXTRA_CREDIT, "0.5")
+        assert (extra["name"], extra["auto_score"], extra["extra_credit"]) == (EXTRA_CREDIT, 1, 0.5), extra
+        page.screenshot(path=str(artifacts / "formgrader-manual-grade.png"))
 
-            # Formgrader's list of notebook 1's submissions shows the new score.
-            formgrader.locator(".breadcrumb").get_by_role("link", name=STEM, exact=True).click()
-            formgrader.locator("tbody td.score").get_by_text("4.5 / 5", exact=True).wait_for()
-            assert sorted(formgrader.locator("tbody td.score").all_inner_texts()) == ["0 / 5", "4.5 / 5"]
+        # Formgrader's list of notebook 1's submissions shows the new score.
+        formgrader.locator(".breadcrumb").get_by_role("link", name=STEM, exact=True).click()
+        formgrader.locator("tbody td.score").get_by_text("4.5 / 5", exact=True).wait_for()
+        assert sorted(formgrader.locator("tbody td.score").all_inner_texts()) == ["0 / 5", "4.5 / 5"]
 
-            grades = _grades(root, "ann_101")
-            assert grades[OVERRIDDEN] == (1, 0, None) and grades[EXTRA_CREDIT] == (1, None, 0.5), grades
-            assert course.scores(root) == {"ann_101": {STEM: (4.5, 5)}, "bob_102": {STEM: (0, 5)}}
+        grades = _grades(root, "ann_101")
+        assert grades[OVERRIDDEN] == (1, 0, None) and grades[EXTRA_CREDIT] == (1, None, 0.5), grades
+        assert course.scores(root) == {"ann_101": {STEM: (4.5, 5)}, "bob_102": {STEM: (0, 5)}}
 
-            # make feedback: the feedback pages and the last export again, from the gradebook.
-            out = _grade_cli(root, "--feedback-only")
-            assert out.splitlines()[0] == ("feedback: written again for 2 students from the gradebook; changed for "
-                                           "ann_101"), out
-            assert out.splitlines()[1:4] == [
-                f"export to canvas written again (as last asked: --export canvas --roster {root.resolve()}/canvas.csv)",
-                f"grades: {root.resolve()}/exports/canvas-grades.csv",
-                "2 of 2 graded students matched to 2 roster rows"], out
-            assert _canvas_column(root) == ["Audit (9)", "4.5", "0"]
-            page_text = ann_feedback.read_text()
-            assert f"{STEM} (Score: 4.5 / 5.0)" in page_text
-            assert bob_feedback.read_bytes() == bob_before
-            with zipfile.ZipFile(root / "exports" / "canvas-feedback.zip") as bundle:
-                [ann_page] = [n for n in bundle.namelist() if n.startswith("ann_101_5001_")]
-                assert bundle.read(ann_page).decode() == page_text
+        # make feedback: the feedback pages and the last export again, from the gradebook.
+        out = _grade_cli(root, "--feedback-only")
+        assert out.splitlines()[0] == ("feedback: written again for 2 students from the gradebook; changed for "
+                                       "ann_101"), out
+        assert out.splitlines()[1:4] == [
+            f"export to canvas written again (as last asked: --export canvas --roster {root.resolve()}/canvas.csv)",
+            f"grades: {root.resolve()}/exports/canvas-grades.csv",
+            "2 of 2 graded students matched to 2 roster rows"], out
+        assert _canvas_column(root) == ["Audit (9)", "4.5", "0"]
+        page_text = ann_feedback.read_text()
+        assert f"{STEM} (Score: 4.5 / 5.0)" in page_text
+        assert bob_feedback.read_bytes() == bob_before
+        with zipfile.ZipFile(root / "exports" / "canvas-feedback.zip") as bundle:
+            [ann_page] = [n for n in bundle.namelist() if n.startswith("ann_101_5001_")]
+            assert bundle.read(ann_page).decode() == page_text
 
-            # The page as a browser shows it, served from the course directory.
-            page.goto(f"{server.url}/files/feedback/ann_101/{ASSIGNMENT}/{STEM}.html?token={server.token}")
-            page.get_by_text(f"{STEM} (Score: 4.5 / 5.0)").wait_for()
-            tests = [t for t in page.locator("li").all_inner_texts() if t.startswith("Test cell")]
-            assert tests == [*["Test cell (Score: 1.0 / 1.0)"] * 3, "Test cell (Score: 0.0 / 1.0)",  # overridden
-                             "Test cell (Score: 1.5 / 1.0)"], tests  # extra credit
-            page.screenshot(path=str(artifacts / "formgrader-feedback.png"))
-        except Exception:
-            page.screenshot(path=str(artifacts / "failed-formgrader.png"))
-            raise
-        finally:
-            page.close()
+        # The page as a browser shows it, served from the course directory.
+        page.goto(f"{server.url}/files/feedback/ann_101/{ASSIGNMENT}/{STEM}.html?token={server.token}")
+        page.get_by_text(f"{STEM} (Score: 4.5 / 5.0)").wait_for()
+        tests = [t for t in page.locator("li").all_inner_texts() if t.startswith("Test cell")]
+        assert tests == [*["Test cell (Score: 1.0 / 1.0)"] * 3, "Test cell (Score: 0.0 / 1.0)",  # overridden
+                         "Test cell (Score: 1.5 / 1.0)"], tests  # extra credit
+        page.screenshot(path=str(artifacts / "formgrader-feedback.png"))

@@ -20,9 +20,9 @@ from datetime import datetime, timezone
 import nbformat
 import pytest
 from courses import NB1
-from formgrader import give_extra_credit, open_formgrader, open_notebook, set_score, started_formgrader, students_listed
+from formgrader import (formgrader_in_a_page, give_extra_credit, open_formgrader, open_notebook, set_score,
+                        students_listed)
 from nbgrader.api import Gradebook
-from chromium import UI_MS
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
@@ -140,23 +140,15 @@ def test_a_whole_term(tmp_path, browser, artifacts):
         "Audit (9)", "5", "5", "0", "0"]
 
     # Manual grading in Formgrader, in a browser: Ann loses a point on a test, Bob gets a point of extra credit.
-    with started_formgrader(root, tmp_path / "lab-home") as server:
-        page = browser.new_page()
-        page.set_default_timeout(UI_MS)
-        try:
-            formgrader = open_formgrader(page, server)
-            assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
-            assert "5 / 5" in open_notebook(formgrader, "ann_101", NB1)
-            assert set_score(page, formgrader, "first_call_slower", "0")["manual_score"] == 0
-            formgrader = open_formgrader(page, server)
-            students_listed(formgrader, "bob_102")
-            assert "5 / 5" in open_notebook(formgrader, "bob_102", NB1)
-            assert give_extra_credit(page, formgrader, "correct_summary", "1")["extra_credit"] == 1
-        except Exception:
-            page.screenshot(path=str(artifacts / "failed-whole-term-formgrader.png"))
-            raise
-        finally:
-            page.close()
+    with formgrader_in_a_page(browser, root, tmp_path / "lab-home",
+                              artifacts / "failed-whole-term-formgrader.png") as (page, formgrader, server):
+        assert students_listed(formgrader, "ann_101", "bob_102") == {"ann_101": "ann, None", "bob_102": "bob, None"}
+        assert "5 / 5" in open_notebook(formgrader, "ann_101", NB1)
+        assert set_score(page, formgrader, "first_call_slower", "0")["manual_score"] == 0
+        formgrader = open_formgrader(page, server)
+        students_listed(formgrader, "bob_102")
+        assert "5 / 5" in open_notebook(formgrader, "bob_102", NB1)
+        assert give_extra_credit(page, formgrader, "correct_summary", "1")["extra_credit"] == 1
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
         grades = {(student, g.name): (g.auto_score, g.manual_score, g.extra_credit) for student in ("ann_101", "bob_102")
                   for g in gradebook.find_submission_notebook(NB1, ASSIGNMENT, student).grades
