@@ -16,9 +16,9 @@ import urllib.parse
 import zipfile
 
 import pytest
-from nbgrader.utils import get_username
-from courses import hidden_test_lines
 from chromium import UI_MS
+from courses import hidden_test_lines
+from nbgrader.utils import get_username
 from test_browser import screenshot, solution_cells, started_lab, type_into_cell, wait_for_notebook
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths, student_copy
@@ -71,6 +71,25 @@ def open_from_file_browser(page, *names):
         listing.get_by_text(name, exact=True).dblclick()
 
 
+def fetch_and_answer(page, lab, work):
+    """In the student's JupyterLab: Fetch the assignment in the Assignments view, open notebook 1 from the file
+    browser, type the instructor's solution into each solution cell and save; the saved notebook holds them."""
+    solutions = solution_cells(1)
+    page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+    assignments_view(page)
+    page.locator("#released_assignments_list button").get_by_text("Fetch", exact=True).click()
+    page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT, exact=True).wait_for(timeout=EXCHANGE_MS)
+    assert sorted(p.name for p in work.glob("*.ipynb")) == [NOTEBOOK]
+    open_from_file_browser(page, ASSIGNMENT, NOTEBOOK)
+    wait_for_notebook(page, len(notebooks.read(paths.RELEASE / NOTEBOOK).cells))
+    for index, code in solutions.items():
+        type_into_cell(page, index, code)
+    page.keyboard.press("ControlOrMeta+s")
+    page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached")
+    saved = notebooks.read(work / NOTEBOOK)
+    assert {i: saved.cells[i].source for i in solutions} == solutions, "the saved notebook lacks the solution"
+
+
 def test_fetch_submit_and_read_feedback_through_the_exchange(tmp_path, monkeypatch, browser, artifacts):
     instructor = instructor_course(tmp_path / "course")
     exchange = instructor / "exchange"  # the one the course's nbgrader_config.py names
@@ -78,8 +97,6 @@ def test_fetch_submit_and_read_feedback_through_the_exchange(tmp_path, monkeypat
     student_machine(tmp_path, exchange, monkeypatch)
     student = unzipped_student_copy(tmp_path)
     work = student / "work" / ASSIGNMENT
-    solutions = solution_cells(1)
-    n_cells = len(notebooks.read(paths.RELEASE / NOTEBOOK).cells)
 
     with started_lab(student, tmp_path / "lab-home") as lab:
         assert not work.exists(), "make lab copied notebooks/ although the exchange releases the assignment"
@@ -87,20 +104,7 @@ def test_fetch_submit_and_read_feedback_through_the_exchange(tmp_path, monkeypat
         page = browser.new_page()
         page.set_default_timeout(UI_MS)
         try:
-            page.goto(f"{lab.url}/lab?reset&token={lab.token}")
-            assignments_view(page)
-            page.locator("#released_assignments_list button").get_by_text("Fetch", exact=True).click()
-            page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT, exact=True).wait_for(timeout=EXCHANGE_MS)
-            assert sorted(p.name for p in work.glob("*.ipynb")) == [NOTEBOOK]
-
-            open_from_file_browser(page, ASSIGNMENT, NOTEBOOK)
-            wait_for_notebook(page, n_cells)
-            for index, code in solutions.items():
-                type_into_cell(page, index, code)
-            page.keyboard.press("ControlOrMeta+s")
-            page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached")
-            saved = notebooks.read(work / NOTEBOOK)
-            assert {i: saved.cells[i].source for i in solutions} == solutions, "the saved notebook lacks the solution"
+            fetch_and_answer(page, lab, work)
             screenshot(page, artifacts / f"exchange-typed-{STEM}.png")
 
             assignments_view(page)

@@ -18,8 +18,8 @@ import time
 import zipfile
 
 import pytest
-from nbgrader.api import Gradebook
 from formgrader import formgrader_in_a_page, give_extra_credit, open_notebook, set_score, students_listed
+from nbgrader.api import Gradebook
 from test_browser_exchange import instructor_course
 from test_whole_term import CORRECT, UNTOUCHED, canvas_zip
 

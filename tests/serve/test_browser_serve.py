@@ -9,16 +9,16 @@ commands in test_serve.py.
 """
 
 import pytest
+from chromium import UI_MS
 from courses import hidden_test_lines
 from nbgrader.utils import get_username
 from serve_course import course_with_exchange, service, wait_for
-from chromium import UI_MS
-from test_browser import solution_cells, started_lab, type_into_cell, wait_for_notebook
+from test_browser import started_lab
 from test_browser_exchange import (
-    EXCHANGE_MS, assignments_view, open_from_file_browser, student_machine, unzipped_student_copy,
+    EXCHANGE_MS, assignments_view, fetch_and_answer, student_machine, unzipped_student_copy,
 )
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths
+from perfaudit import ASSIGNMENT, course, paths
 
 pytestmark = pytest.mark.slow  # minutes: a browser, JupyterLab and the service on two busy cores
 
@@ -32,25 +32,13 @@ def test_submit_in_jupyterlab_and_read_the_services_feedback(tmp_path, monkeypat
     student_machine(tmp_path, instructor / "exchange", monkeypatch)
     student = unzipped_student_copy(tmp_path)
     work = student / "work" / ASSIGNMENT
-    solutions = solution_cells(1)
-    n_cells = len(notebooks.read(paths.RELEASE / NOTEBOOK).cells)
 
     with service(instructor, "--workers", "1", "--skip-canary") as grading, \
             started_lab(student, tmp_path / "lab-home") as lab:
         page = browser.new_page()
         page.set_default_timeout(UI_MS)
         try:
-            page.goto(f"{lab.url}/lab?reset&token={lab.token}")
-            assignments_view(page)
-            page.locator("#released_assignments_list button").get_by_text("Fetch", exact=True).click()
-            page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT, exact=True).wait_for(timeout=EXCHANGE_MS)
-            open_from_file_browser(page, ASSIGNMENT, NOTEBOOK)
-            wait_for_notebook(page, n_cells)
-            for index, code in solutions.items():
-                type_into_cell(page, index, code)
-            page.keyboard.press("ControlOrMeta+s")
-            page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").wait_for(state="detached")
-            assert {i: notebooks.read(work / NOTEBOOK).cells[i].source for i in solutions} == solutions
+            fetch_and_answer(page, lab, work)
 
             assignments_view(page)
             page.locator("#fetched_assignments_list button").get_by_text("Submit", exact=True).click()
