@@ -14,10 +14,12 @@ student's function again.
 """
 
 import ast
+import asyncio
 import base64
 import json
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -81,14 +83,29 @@ class RemoteRef:
         return f"<the student's {self._type}>"
 
 
+DRAIN_EVERY_S = 0.05  # what a kernel prints queues at most this long when its socket is another thread's
+DRAIN_WAIT_S = 5.0  # a loop that cannot take the drain in this time is left to the next round
+
+
+def _drop_queued(socket):
+    try:
+        for _ in range(1000):  # then back to the shell and stdin sockets; the rest on the next round
+            socket.recv_multipart(zmq.NOBLOCK, copy=False)
+    except zmq.Again:
+        pass
+
+
 class KernelChannel:
     """Requests to one kernel, all of one test within its time (start_test): then the kernel is interrupted."""
 
     def __init__(self, kernel_manager, scratch, iopub=None):
         self.km, self.timeout, self.deadline = kernel_manager, 0, 0
         # What the kernel prints while a test runs goes to the preprocessor's iopub socket, which nobody reads then:
-        # it is read here and dropped as it comes, one message at a time, never left to pile up in the grader.
+        # it is read here and dropped as it comes, one message at a time, never left to pile up in the grader. That
+        # socket belongs to an asyncio event loop, which may run in another thread: a ZMQ socket used by two threads
+        # at once can abort the process, so it is read on its loop's thread (iopub_loop), never beside it.
         self.iopub = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
+        self._iopub_async = iopub
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
         self.client = BlockingKernelClient()
         self.client.load_connection_info(kernel_manager.get_connection_info())
@@ -135,8 +152,10 @@ class KernelChannel:
         poller = zmq.Poller()
         poller.register(self.client.shell_channel.socket, zmq.POLLIN)
         poller.register(self.client.stdin_channel.socket, zmq.POLLIN)
-        if self.iopub is not None:
+        owner = self._iopub_loop()
+        if self.iopub is not None and owner is None:
             poller.register(self.iopub, zmq.POLLIN)
+        wait_s = 0.5 if owner is None else DRAIN_EVERY_S  # with the socket on another thread: drained this often
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -146,12 +165,12 @@ class KernelChannel:
                 run_sync(self.km.interrupt_kernel)()
                 interrupted, deadline = True, time.monotonic() + INTERRUPT_GRACE_S
                 continue
-            events = dict(poller.poll(timeout=min(left, 0.5) * 1000))
+            events = dict(poller.poll(timeout=min(left, wait_s) * 1000))
             if not events and not run_sync(self.km.is_alive)():
                 self.gone = "the kernel died (it crashed, exited, or ran out of memory)"
                 raise KernelGone(self.gone, died=True)
-            if self.iopub is not None and self.iopub in events:
-                self._drop_output()
+            if self.iopub is not None and (owner is not None or self.iopub in events):
+                self._drop_output(owner)
             if self.client.stdin_channel.socket in events:
                 self._answer_input(self.client.stdin_channel.get_msg(timeout=0))
             if self.client.shell_channel.socket in events:
@@ -162,11 +181,26 @@ class KernelChannel:
                     raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader interrupted it")
                 return _read_reply(msg)
 
-    def _drop_output(self):
+    def _iopub_loop(self):
+        """The event loop that the iopub socket belongs to when it runs in another thread, else None (then this
+        thread is the socket's only user)."""
+        loop = getattr(self._iopub_async, "_current_loop", None)
+        if loop is None or not loop.is_running() or getattr(loop, "_thread_id", None) == threading.get_ident():
+            return None
+        return loop
+
+    def _drop_output(self, owner=None):
+        """Read what the kernel printed and drop it: here, or on the thread of the loop that owns the socket."""
+        if owner is None:
+            _drop_queued(self.iopub)
+            return
+
+        async def on_its_thread():
+            _drop_queued(self.iopub)
+
         try:
-            for _ in range(1000):  # then back to the shell and stdin sockets; the rest on the next poll
-                self.iopub.recv_multipart(zmq.NOBLOCK, copy=False)
-        except zmq.Again:
+            asyncio.run_coroutine_threadsafe(on_its_thread(), owner).result(timeout=DRAIN_WAIT_S)
+        except Exception:  # noqa: BLE001 - a busy or closing loop: the rest is dropped on the next round
             pass
 
     def _answer_input(self, msg):
