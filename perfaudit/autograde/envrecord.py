@@ -21,14 +21,13 @@ from perfaudit import ASSIGNMENT, environment, paths
 from perfaudit.autograde import sandbox
 from perfaudit.grade import versions
 
+RECORD_SUFFIX = ".environment.json"
 # What plain nbgrader's settings may change of a grade: given on its command line, they are not in the fingerprint.
 GRADING_SECTIONS = ("Execute", "TrustedExecute", "SandboxLimits")
 
 
-RECORD_SUFFIX = ".environment.json"
-
-
 def record_path(db_url, autograded_dir, state_dir):
+    """Beside a sqlite gradebook (gradebook.db.environment.json), else in the batch command's state folder."""
     url = make_url(db_url)
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         database = Path(url.database)
