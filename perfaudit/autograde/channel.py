@@ -103,7 +103,7 @@ class KernelChannel:
         # What the kernel prints while a test runs goes to the preprocessor's iopub socket, which nobody reads then:
         # it is read here and dropped as it comes, one message at a time, never left to pile up in the grader. That
         # socket belongs to an asyncio event loop, which may run in another thread: a ZMQ socket used by two threads
-        # at once can abort the process, so it is read on its loop's thread (iopub_loop), never beside it.
+        # at once can abort the process, so it is read on its loop's thread (_iopub_loop), never beside it.
         self.iopub = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
         self._iopub_async = iopub
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
