@@ -12,6 +12,7 @@ references to anything else (functions, objects), kept here by number.
 """
 
 import base64
+import collections.abc
 import importlib
 import json
 import os
@@ -81,6 +82,9 @@ def encode(value, depth=0):
     array = _as_array(value)
     if array is not None:
         return array
+    if isinstance(value, collections.abc.Sequence) and not isinstance(value, (bytes, bytearray, memoryview)):
+        # another sequence of plain data (a deque, a range) reads as the list it holds, not as an object
+        return {"$": "list", "v": [encode(item, depth + 1) for item in value]}
     return _ref(value)
 
 

@@ -110,12 +110,27 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
               "after the last call, before make_jaxpr.")
     index = jit.functions.index(record)
     _check_timed_output(jit.number, index, what)
+    _check_first_calls_answered(jit, record, matched[0], what)
     if jaxpr_text is not None:
         shape = _shape_of(evidence.get("shape")) or record.calls[matched[0]].shape
         timed = instruments.function_jaxpr(jit.number, index, list(shape))
         if not isinstance(jaxpr_text, str) or jaxpr_canonical(jaxpr_text) != jaxpr_canonical(str(timed)):
             fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
                   f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation.")
+
+
+def _check_first_calls_answered(jit, timed, first, what):
+    """The grader held each first call as long as the workload's only when its function answered with tanh(A @ A)
+    for the grader's matrix (perfaudit/autograde/instruments.py): that answer must agree with what the function
+    computes. The timed function's first call answered so, and no other function answered so without computing
+    the workload."""
+    if timed.calls[first].gave_workload is False:
+        fail(f"{what}: the first call of the function you timed did not give tanh(x @ x) for the grader's check of "
+             "its result, although the function computes it: leave the jit you are given as it is.")
+    for index, record in enumerate(jit.functions):
+        if record is not timed and any(call.gave_workload for call in record.calls):
+            _check_timed_output(jit.number, index, f"{what}: another function made by the jit you were given, whose "
+                                                   "first call gave tanh(x @ x) for the grader's check")
 
 
 def _check_timed_output(number, index, what, rng=None):

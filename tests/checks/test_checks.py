@@ -478,6 +478,39 @@ def test_a_first_call_timed_on_a_cheaper_function_is_not_the_workload_s():
             checks.check_gather_evidence(cheaper_first, np.random.default_rng(seed))
 
 
+def _workload_entries(inner, x, salt, seed):
+    """An answer to the grader's first-call question with tanh(A @ A) computed in NumPy, whatever the function."""
+    from perfaudit.autograde import instruments
+
+    n = np.shape(x)[0]
+    every = np.arange(n)
+    a = instruments.probe_entries(seed, every[:, None], every[None, :], n).astype(np.float32).astype(np.float64)
+    out = np.tanh(a @ a)
+    return "".join(f" {out[i, j]:.5g}" for i, j in instruments.probed_at(seed, n))
+
+
+@pytest.mark.parametrize("answer, timed", [(_workload_entries, "cheaper"), (lambda *args: "", "warm")])
+def test_a_changed_answer_to_the_first_call_question_never_passes(monkeypatch, answer, timed):
+    """The answer a first call gives must agree with what its function computes: answered for a function that is
+    not the workload (its first call then held as the workload's), or left unanswered for the workload (held
+    briefly, so that a warm call would outlast it), the evidence fails whatever the grader drew."""
+    from perfaudit.autograde import instruments
+
+    monkeypatch.setattr(instruments, "_probe", answer)
+
+    def cheaper_first(k, jit):
+        cheap = jit(lambda v: v)
+        start = time.perf_counter()
+        cheap(jnp.eye(16)).block_until_ready()
+        return {**gather_evidence(k, jit), "first_call_s": time.perf_counter() - start}
+
+    for seed in range(6):
+        with pytest.raises(AssertionError):
+            checks.check_gather_evidence(cheaper_first if timed == "cheaper" else
+                                         lambda k, jit: gather_evidence(k, jit, warm_first=True),
+                                         np.random.default_rng(seed))
+
+
 def test_the_timed_function_must_compute_the_workload():
     """Real timings of a function that is not the workload, with the workload's JAXPR saved beside them."""
     def of_nothing(k, jit):
