@@ -112,16 +112,20 @@ def _find(directory, coursedir, assignment, name):
 
 
 _verdicts = {}  # (source folder, notebook) -> None when the canary passed, else why it failed
+_records = {}  # course folder -> the batch command's record of a passed check for this environment, or None
 
 
 def check_once_per_process(name, config, pipeline):
     """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one), and not
     at all where the batch command's environment check passed for this very environment (envrecord). Returns the
     sentence to log when it was skipped for that reason, the first time."""
-    key = (str(Path(CourseDirectory(config=config).root).resolve()), name)
+    root = str(Path(CourseDirectory(config=config).root).resolve())
+    key = (root, name)
     said = None
     if key not in _verdicts:
-        earlier = envrecord.earlier_in_this_process(config)
+        if root not in _records:  # one fingerprint per course and process, not one per notebook
+            _records[root] = envrecord.earlier_in_this_process(config)
+        earlier = _records[root]
         if earlier:
             _verdicts[key] = None
             said = (f"environment check for {name}: passed earlier for this environment (checked "
