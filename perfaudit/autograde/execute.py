@@ -25,7 +25,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer
+from traitlets import Bool, Enum, Integer
 
 from perfaudit.autograde import canary, made_up, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
@@ -80,6 +80,14 @@ class TrustedExecute(Execute):
     max_output_bytes = Integer(
         10 * 2**20,
         help="Bytes of text and display output a notebook may keep; later ones are dropped, with a note.",
+    ).tag(config=True)
+
+    # nbclient waits up to KernelManager.shutdown_wait_time (5 s) for a kernel to exit after its last cell, and a
+    # kernel with JAX loaded takes about half a second; the grader needs nothing from a graceful exit (the outputs
+    # are in, the scratch folder vanishes), and a student's atexit hook that sleeps could hold each notebook longer.
+    shutdown_kernel = Enum(
+        ["graceful", "immediate"], default_value="immediate",
+        help="How the kernel is stopped after the notebook's last cell: killed at once, or asked to exit first.",
     ).tag(config=True)
 
     canary = Bool(

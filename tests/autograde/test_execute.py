@@ -173,3 +173,18 @@ def test_a_demonstration_the_instructor_tagged_is_not_run_while_grading(tmp_path
     nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert nb.cells[1].outputs[0].text == DEMONSTRATION_SKIPPED
     assert nb.cells[2].outputs[0].text == "2\n"
+
+
+def test_the_kernel_is_killed_after_the_last_cell_so_nothing_of_the_student_s_runs_after_it(tmp_path):
+    """A student's exit hook never runs: the grader kills the kernel once the last cell is done instead of waiting
+    for it to exit (a hook that sleeps would otherwise hold every notebook up to the shutdown wait)."""
+    nb = new_notebook(cells=[new_code_cell("import atexit, os\natexit.register(os.write, 1, b'exit hook ran\\n')"),
+                             new_code_cell("print('last cell')")])
+    execute = TrustedExecute(timeout=30)
+    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert nb.cells[1].outputs[0].text == "last cell\n"
+    raw = execute._km.raw_output
+    for stream in (raw.stdout, raw.stderr):
+        stream._thread.join(timeout=30)  # the pipe ends when the last process holding it is gone
+        assert not stream._thread.is_alive()
+    assert "exit hook ran" not in raw.text(), raw.text()
