@@ -1,13 +1,14 @@
 """Which tests pytest-xdist runs in one process: those that share a slow module-scoped fixture, or name a group.
 
-make test runs the suite in two processes (-n 2 --dist loadgroup). The tests of an xdist_group mark run in one
-process, and so do the tests that share a module-scoped fixture (a grading, a server, a browser), so that it is
-made once; every other test may run in either process. xdist's own loadgroup writes the group into the test's
-node id, which pytest 9 no longer lets a plugin change: here each worker writes {node id: group} to a file in
-the run's temporary directory instead, and the scheduler (pytest_xdist_make_scheduler in conftest.py) reads it.
+make test runs the suite in three processes (-n 3 --dist loadgroup; the Makefile's TEST_PROCESSES). The tests of
+an xdist_group mark run in one process, and so do the tests that share a module-scoped fixture (a grading, a
+server, a browser), so that it is made once; every other test may run in any process. xdist's own loadgroup
+writes the group into the test's node id, which pytest 9 no longer lets a plugin change: here each worker writes
+{node id: group} to a file in the run's temporary directory instead, and the scheduler
+(pytest_xdist_make_scheduler in conftest.py) reads it.
 
-The longest work must start first: on two processes the suite ends when the later of them does, and a grading of
-minutes handed out last runs on while the other process is idle. Each worker orders its tests (the order the
+The longest work must start first: the suite ends when the last of its processes does, and a grading of
+minutes handed out last runs on while the other processes are idle. Each worker orders its tests (the order the
 scheduler hands them out in) slow groups first, largest first, then the other slow tests, then the fast tier.
 """
 
