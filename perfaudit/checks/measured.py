@@ -39,10 +39,17 @@ def _shape_of(value):
     return None
 
 
+def _covers(timings, spans, slack_s):
+    """Whether each timing can be of a call of its own that it is no shorter than: the shortest timings against
+    the shortest calls (sorted: a student may keep the timings in any order, e.g. sorted for a median)."""
+    spans = sorted(spans)[:len(timings)]
+    return len(spans) == len(timings) and all(t + slack_s >= s for t, s in zip(sorted(timings), spans))
+
+
 def _match_calls(record, first_s, steady, shape, slack_s):
     """([call numbers] the timings are of, None) when they fit the function's calls as the grader timed them, or
-    (None, why not) in the student's terms. The first timing is of the first call at `shape`; the steady ones of
-    later calls at that shape, in order; other calls between them are allowed. slack_s: clock rounding."""
+    (None, why not) in the student's terms. The first timing is of the first call at `shape`; each steady one of a
+    later call of its own at that shape; other calls between them are allowed. slack_s: clock rounding."""
     calls = record.calls
     shape = shape or calls[0].shape
     first = next((i for i, call in enumerate(calls) if call.shape == shape), None)
@@ -55,21 +62,30 @@ def _match_calls(record, first_s, steady, shape, slack_s):
         return None, (f"first_call_s ({first_s * 1e3:.3f} ms) is shorter than the first call of the function you "
                       "timed took, from the call until its result was ready: time the very first call of a newly "
                       "jitted function, from just before the call until block_until_ready() returns.")
-    matched, j = [first], first + 1
-    for i, seconds in enumerate(steady):
-        while j < len(calls) and not (calls[j].shape == shape and calls[j].span_s is not None and
-                                      seconds + slack_s >= calls[j].span_s):
-            j += 1
-        if j == len(calls):
-            never = any(call.span_s is None for call in calls[first + 1:])
-            return None, (f"steady_s[{i}] ({seconds * 1e3:.3f} ms) is shorter than the call it should time took: "
-                          "each steady timing covers one later call of the same function, from just before the call "
-                          "until its result is ready, in the order the calls were made." +
-                          (" Some results were never waited for: call block_until_ready() on each result before "
-                           "stopping the clock." if never else ""))
-        matched.append(j)
-        j += 1
-    return matched, None
+    later = [j for j in range(first + 1, len(calls)) if calls[j].shape == shape and calls[j].span_s is not None]
+    if not _covers(steady, [calls[j].span_s for j in later], slack_s):
+        never = (" Some results were never waited for: call block_until_ready() on each result before stopping the "
+                 "clock." if any(call.span_s is None for call in calls[first + 1:]) else "")
+        if len(later) < len(steady):
+            return None, (f"steady_s holds {len(steady)} timings, but after its first call the function you timed "
+                          f"was called {len(later)} times at {list(shape)} with its result waited for: each steady "
+                          "timing covers one later call of its own." + never)
+        # The shortest timing that is shorter than every call left to it once the shorter timings took theirs.
+        spans = sorted(calls[j].span_s for j in later)
+        by_length = sorted(range(len(steady)), key=lambda i: steady[i])
+        short = next(i for rank, i in enumerate(by_length) if steady[i] + slack_s < spans[rank])
+        return None, (f"steady_s[{short}] ({steady[short] * 1e3:.3f} ms) is shorter than the call it should time "
+                      "took: each steady timing covers one later call of the same function, from just before the "
+                      "call until its result is ready." + never)
+    # The fewest calls from the first on that the timings fit (more calls only make room): the trace count is then
+    # read after the last of them.
+    low, high = len(steady), len(later)
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _covers(steady, [calls[j].span_s for j in later[:middle]], slack_s) \
+            else (middle + 1, high)
+    chosen = sorted(later[:low], key=lambda j: calls[j].span_s)[:len(steady)]
+    return [first, *sorted(chosen)], None
 
 
 def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None):

@@ -342,9 +342,10 @@ def test_a_clock_started_after_the_call_is_caught():
 
 
 def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=True, said_traces=None, stall_s=0.0,
-                    body=None):
+                    body=None, arrange=list):
     """notebook 3's gather_evidence, with the mistakes a student makes switched on one at a time; `stall_s`: each
-    steady call takes that much longer, as on a machine busy with other work."""
+    steady call takes that much longer, as on a machine busy with other work; `arrange`: what is done to the steady
+    timings before they are returned."""
     count = 0
 
     def counted_workload(x):
@@ -368,7 +369,7 @@ def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=
     first_call_s = time_call(x16)
     steady_s = [time_call(x16, stall_s) for _ in range(steady_calls)]
     audited(x32).block_until_ready()
-    return {"first_call_s": first_call_s, "steady_s": steady_s, "shape": [16, 16], "dtype": "float32",
+    return {"first_call_s": first_call_s, "steady_s": arrange(steady_s), "shape": [16, 16], "dtype": "float32",
             "trace_count": count if said_traces is None else said_traces, "shapes": [[16, 16], [32, 32]],
             "jaxpr_text": str(jax.make_jaxpr(audited)(x16))}
 
@@ -383,6 +384,23 @@ def test_gather_evidence_is_checked_against_the_graders_own_jit():
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, said_traces=2))  # always 3 or more
     with pytest.raises(AssertionError, match="never called a function made by the jit it was given"):
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k))
+
+
+def test_steady_timings_in_any_order_pass_and_one_shorter_than_every_call_left_is_named():
+    """Sorted (for a median) or reversed, each timing still covers a call of its own; a made-up one does not."""
+    checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, arrange=sorted))
+    checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, arrange=lambda s: s[::-1]))
+    made_up = lambda s: [*s[:3], 0.0002, *s[4:]]  # noqa: E731 (shorter than every call the grader holds)
+    with pytest.raises(AssertionError, match=r"steady_s\[3\] \(0\.200 ms\) is shorter than the call it should time"):
+        checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, arrange=made_up))
+    with pytest.raises(AssertionError, match=r"steady_s holds (\d+) timings, but after its first call the function "
+                                             r"you timed was called \d+ times at \[16, 16\] with its result waited for"):
+        checks.check_gather_evidence(lambda k, jit: one_timing_twice(gather_evidence(k - 1, jit)))
+
+
+def one_timing_twice(evidence):
+    """evidence with one more steady timing than calls: its first steady timing counted twice."""
+    return {**evidence, "steady_s": [*evidence["steady_s"], evidence["steady_s"][0]]}
 
 
 def test_honest_timings_pass_however_busy_the_machine():
