@@ -43,7 +43,8 @@ def command_line():
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
     parser.add_argument("--from", dest="download", type=Path, help="a Canvas or Moodle download: zip or folder")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="worker processes of the local cluster started here (default: cores)")
+                        help="worker processes of the local cluster started here (default: cores; never more than "
+                        "submissions to grade)")
     parser.add_argument("--scheduler", help="grade on a running Dask cluster: its scheduler's address "
                         "(tcp://host:8786, tls://...) or scheduler file (docs/grading-at-scale.md)")
     parser.add_argument("--regrade", action="store_true", help="grade students already graded, too")

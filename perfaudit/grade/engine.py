@@ -24,6 +24,12 @@ from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
 
 # Defaults only: a Dask configuration file or DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES still wins.
 dask.config.update_defaults({"distributed": {"scheduler": {"allowed-failures": 2, "worker-saturation": 1.0}}})
+# Nobody watches the embedded cluster's dashboard, whose figures these gather: the workers' statistical profiler
+# (stacks sampled every 10 ms), the event loops' 20 ms health tick and the 0.5 s system monitor. Measured on an idle
+# local cluster of two workers, they cost its three processes 5.2 s of CPU per 40 s of waiting, 0.6 s without.
+dask.config.update_defaults({"distributed": {"worker": {"profile": {"enabled": False}},
+                                             "admin": {"tick": {"interval": "1s"},
+                                                       "system-monitor": {"interval": "10s"}}}})
 CONNECT_TIMEOUT_S = 5
 
 __all__ = ["KilledWorker", "SchedulerUnreachable", "cluster", "describe", "probe", "scheduler_address"]

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from nbgrader.api import Base, Gradebook
-from sqlalchemy import create_engine, insert, select
+from sqlalchemy import create_engine, insert, inspect, select, text
 
 # What a scratch gradebook needs of the course's gradebook: the assignment's definition, no student data.
 SUBMISSION_TABLES = {"student", "submitted_assignment", "submitted_notebook", "grade", "comment"}
@@ -24,9 +24,18 @@ def sqlite_url(path):
 
 def make_template(course_url, template_path, course_id):
     """Write a sqlite gradebook holding the course gradebook's definitions only (any SQLAlchemy URL)."""
-    with Gradebook(sqlite_url(template_path), course_id):  # creates the schema and stamps its version
-        pass
     source, target = create_engine(course_url), create_engine(sqlite_url(template_path))
+    with source.connect() as read:
+        stamp = read.execute(text("SELECT version_num FROM alembic_version")).scalar() \
+            if inspect(read).has_table("alembic_version") else None
+    if stamp is None:  # a course gradebook never stamped: nbgrader creates the schema and asks alembic for the stamp
+        with Gradebook(sqlite_url(template_path), course_id):
+            pass
+    else:  # the schema, and the course gradebook's own stamp: nbgrader would run the `alembic` command for it (2 s)
+        with target.begin() as write:
+            Base.metadata.create_all(write)
+            write.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            write.execute(text("INSERT INTO alembic_version (version_num) VALUES (:stamp)"), {"stamp": stamp})
     with source.connect() as read, target.begin() as write:
         for table in Base.metadata.sorted_tables:
             if table.name in SUBMISSION_TABLES:

@@ -291,7 +291,10 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
             template = Path(scratch_dir) / "template.db"
             gradebook.make_template(url, template, course_id)
             spec = task.definition(course_dir, ASSIGNMENT, expected, template)
-        with engine.cluster(options.scheduler, options.workers, log=state.dir / "workers.log") as client:
+        # A local cluster starts no more workers than there are submissions: a worker that would wait idle costs
+        # its start (seconds of imports) all the same.
+        workers = min(options.workers, len(jobs))
+        with engine.cluster(options.scheduler, workers, log=state.dir / "workers.log") as client:
             batch.engine = engine.describe(client)
             print(f"Grading on: {batch.engine}", file=out)
             if options.scheduler:
