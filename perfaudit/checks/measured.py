@@ -63,7 +63,8 @@ def _match_calls(record, first_s, steady, shape, slack_s):
                       "timed took, from the call until its result was ready: time the very first call of a newly "
                       "jitted function, from just before the call until block_until_ready() returns.")
     later = [j for j in range(first + 1, len(calls)) if calls[j].shape == shape and calls[j].span_s is not None]
-    if not _covers(steady, [calls[j].span_s for j in later], slack_s):
+    spans = [calls[j].span_s for j in later]
+    if not _covers(steady, spans, slack_s):
         never = (" Some results were never waited for: call block_until_ready() on each result before stopping the "
                  "clock." if any(call.span_s is None for call in calls[first + 1:]) else "")
         if len(later) < len(steady):
@@ -71,9 +72,9 @@ def _match_calls(record, first_s, steady, shape, slack_s):
                           f"was called {len(later)} times at {list(shape)} with its result waited for: each steady "
                           "timing covers one later call of its own." + never)
         # The shortest timing that is shorter than every call left to it once the shorter timings took theirs.
-        spans = sorted(calls[j].span_s for j in later)
+        shortest = sorted(spans)
         by_length = sorted(range(len(steady)), key=lambda i: steady[i])
-        short = next(i for rank, i in enumerate(by_length) if steady[i] + slack_s < spans[rank])
+        short = next(i for rank, i in enumerate(by_length) if steady[i] + slack_s < shortest[rank])
         return None, (f"steady_s[{short}] ({steady[short] * 1e3:.3f} ms) is shorter than the call it should time "
                       "took: each steady timing covers one later call of the same function, from just before the "
                       "call until its result is ready." + never)
@@ -82,8 +83,7 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     low, high = len(steady), len(later)
     while low < high:
         middle = (low + high) // 2
-        low, high = (low, middle) if _covers(steady, [calls[j].span_s for j in later[:middle]], slack_s) \
-            else (middle + 1, high)
+        low, high = (low, middle) if _covers(steady, spans[:middle], slack_s) else (middle + 1, high)
     chosen = sorted(later[:low], key=lambda j: calls[j].span_s)[:len(steady)]
     return [first, *sorted(chosen)], None
 
