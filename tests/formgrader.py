@@ -62,7 +62,9 @@ def open_notebook(formgrader, student, stem):
     notebook = formgrader.locator("table tbody tr").filter(has_text=stem)
     listed = notebook.inner_text()
     notebook.get_by_role("link", name=stem, exact=True).click()
-    formgrader.locator("input.score").first.wait_for()
+    # The fields are in the page's HTML at once; Formgrader binds them (saving on change, the autograder's score
+    # as placeholder) only when its grades request answers, all in one pass: wait for that, not for the fields.
+    formgrader.locator("input.score[placeholder]").first.wait_for()
     return listed
 
 
