@@ -33,10 +33,16 @@ NO_JAX = ("jax", "jax-*.dist-info")
 
 @pytest.fixture
 def class_of_two(tmp_path):
+    """Two students who each submitted notebook 2 (the instructor's solution, the release): the environment check
+    covers every notebook of source/ whatever a class submitted, and one notebook each shows a class graded."""
     root = make_course(tmp_path / "course")
     for name in ("correct", "untouched"):
-        samples.write_submission(name, root / "submitted")
+        samples.write_submission(name, root / "submitted", stages=[2])
     return root
+
+
+def _totals(root):
+    return {student: sum(score for score, _ in notebooks.values()) for student, notebooks in course.scores(root).items()}
 
 
 def _nobody_graded(root):
@@ -67,8 +73,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     fixed = _grade(class_of_two)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Environment check: passed" in fixed.stdout
-    scores = {s: sum(v for v, _ in nbs.values()) for s, nbs in course.scores(class_of_two).items()}
-    assert scores == {"correct": 20, "untouched": 0}
+    assert _totals(class_of_two) == {"correct": FULL[NB2], "untouched": 0}
 
 
 @pytest.mark.parametrize("broken", ["XLA_FLAGS=--xla_no_such_flag", "JAX not installed"])
@@ -115,7 +120,7 @@ def test_without_the_check_a_missing_package_marks_notebooks_not_graded_never_ze
     _nobody_graded(class_of_two)
     fixed = _grade(class_of_two, None, "--skip-canary")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert {s: sum(v for v, _ in nbs.values()) for s, nbs in course.scores(class_of_two).items()} == {"correct": 20}
+    assert _totals(class_of_two) == {"correct": FULL[NB2]}
 
 
 def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(class_of_two):
@@ -126,7 +131,7 @@ def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(cl
     done = _grade(class_of_two)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOT GRADED" not in done.stdout
-    assert sum(v for v, _ in course.scores(class_of_two)["correct"].values()) < 20
+    assert _totals(class_of_two)["correct"] < FULL[NB2]
 
 
 
@@ -161,4 +166,4 @@ def test_a_full_disk_grades_nobody_says_so_and_the_next_run_grades_everyone(clas
     assert "the disk is full" in said and any(sign in said for sign in DISK_FULL) and "run again" in said
     assert "AFTER FIRST RUN []" in said  # nobody graded
     assert "SECOND RUN EXIT 0" in said, said
-    assert "SCORES {'correct': 20, 'untouched': 0}" in said, said
+    assert f"SCORES {{'correct': {FULL[NB2]}, 'untouched': 0}}" in said, said
