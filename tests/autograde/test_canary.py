@@ -42,7 +42,8 @@ def class_of_two(tmp_path):
 
 
 def _totals(root):
-    return {student: sum(score for score, _ in notebooks.values()) for student, notebooks in course.scores(root).items()}
+    """{student: points over every notebook}, from the gradebook."""
+    return {student: sum(score for score, _ in found.values()) for student, found in course.scores(root).items()}
 
 
 def _nobody_graded(root):
