@@ -29,14 +29,27 @@ def nbgrader(*args, course_dir):
     return done.stdout + done.stderr
 
 
-def scores(course_dir):
-    """{student: {notebook: (score, max_score)}} for the assignment, from the course's sqlite gradebook."""
+def _read_gradebook(course_dir, reader):
+    """reader(gradebook, assignment) on the course's sqlite gradebook."""
     from nbgrader.api import Gradebook
 
+    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as course_gradebook:
+        return reader(course_gradebook, ASSIGNMENT)
+
+
+def scores(course_dir):
+    """{student: {notebook: (score, max_score)}} for the assignment, from the course's sqlite gradebook."""
     from perfaudit.grade import gradebook
 
-    with Gradebook(f"sqlite:///{Path(course_dir) / 'gradebook.db'}") as course_gradebook:
-        return gradebook.scores(course_gradebook, ASSIGNMENT)
+    return _read_gradebook(course_dir, gradebook.scores)
+
+
+def totals(course_dir):
+    """{student: points over every notebook, less the late penalty} for the assignment, from the course's sqlite
+    gradebook."""
+    from perfaudit.grade import gradebook
+
+    return _read_gradebook(course_dir, gradebook.totals)
 
 
 def make_writable(folder):

@@ -63,12 +63,6 @@ def _grade(root, download=None):
     return batch, out.getvalue(), time.monotonic() - started
 
 
-def _totals(root):
-    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
-        return {s.student.id: sum(nb.score - (nb.late_submission_penalty or 0) for nb in s.notebooks)
-                for s in gradebook.find_assignment(ASSIGNMENT).submissions}
-
-
 def _cli(root, *args):
     return subprocess.run([sys.executable, "-m", "perfaudit.grade", *args], cwd=root, capture_output=True, text=True,
                           timeout=600)
@@ -98,7 +92,7 @@ def test_a_whole_term(tmp_path, browser, artifacts):
     assert f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/" in out
     assert "Environment check: passed for this environment (fingerprint " in out
     assert (root / "gradebook.db.environment.json").is_file()
-    assert _totals(root) == {"ann_101": 5, "bob_102": 0, "cy_103": 0}, out
+    assert course.totals(root) == {"ann_101": 5, "bob_102": 0, "cy_103": 0}, out
     assert "  ann_101 extra notebook 'notes.ipynb': not one of performance-audit's notebooks" in out
     assert ("  cy_103 02-retracing (0/6): a notebook of another assignment: none of 02-retracing's graded cells, but "
             "'hw3_q1'; not graded (ask the student for this assignment's 02-retracing.ipynb)\n") in out
@@ -123,7 +117,7 @@ def test_a_whole_term(tmp_path, browser, artifacts):
     assert "bob_102: resubmitted: graded again (0 -> 5)" in out and "cy_103: resubmitted: graded again (0 -> 0)" in out
     assert "  cy_103 01-first-call-vs-steady (0/5): late: nbgrader's late penalty took 5 of 5 points" in out
     assert "  dee_104 01-first-call-vs-steady (0/5): late: nbgrader's late penalty took 5 of 5 points" in out
-    assert _totals(root) == {"ann_101": 5, "bob_102": 5, "cy_103": 0, "dee_104": 0}
+    assert course.totals(root) == {"ann_101": 5, "bob_102": 5, "cy_103": 0, "dee_104": 0}
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:  # Formgrader's "last, first"
         assert {s.id: (s.last_name, s.first_name) for s in gradebook.students} == {
             "ann_101": ("ann", None), "bob_102": ("bob", None), "cy_103": ("cy", None), "dee_104": ("dee", None)}

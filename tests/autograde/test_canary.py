@@ -41,11 +41,6 @@ def class_of_two(tmp_path):
     return root
 
 
-def _totals(root):
-    """{student: points over every notebook}, from the gradebook."""
-    return {student: sum(score for score, _ in found.values()) for student, found in course.scores(root).items()}
-
-
 def _nobody_graded(root):
     assert not any((root / "autograded").glob(f"*/{ASSIGNMENT}")), "a student was graded"
     assert course.scores(root) == {}
@@ -74,7 +69,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     fixed = _grade(class_of_two)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Environment check: passed" in fixed.stdout
-    assert _totals(class_of_two) == {"correct": FULL[NB2], "untouched": 0}
+    assert course.totals(class_of_two) == {"correct": FULL[NB2], "untouched": 0}
 
 
 @pytest.mark.parametrize("broken", ["XLA_FLAGS=--xla_no_such_flag", "JAX not installed"])
@@ -121,7 +116,7 @@ def test_without_the_check_a_missing_package_marks_notebooks_not_graded_never_ze
     _nobody_graded(class_of_two)
     fixed = _grade(class_of_two, None, "--skip-canary")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert _totals(class_of_two) == {"correct": FULL[NB2]}
+    assert course.totals(class_of_two) == {"correct": FULL[NB2]}
 
 
 def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(class_of_two):
@@ -132,7 +127,7 @@ def test_a_submission_that_breaks_the_setup_cell_itself_is_graded_not_excused(cl
     done = _grade(class_of_two)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "NOT GRADED" not in done.stdout
-    assert _totals(class_of_two)["correct"] < FULL[NB2]
+    assert course.totals(class_of_two)["correct"] < FULL[NB2]
 
 
 
@@ -144,7 +139,7 @@ python -m perfaudit.grade --no-progress --no-feedback; echo "FIRST RUN EXIT $?"
 python -c "from perfaudit import course; print('AFTER FIRST RUN', sorted(course.scores('.')))"
 rm "$FULL/ballast"
 python -m perfaudit.grade --no-progress --no-feedback; echo "SECOND RUN EXIT $?"
-python -c "from perfaudit import course; print('SCORES', {s: int(sum(v for v, _ in nbs.values())) for s, nbs in course.scores('.').items()})"
+python -c "from perfaudit import course; print('SCORES', {s: int(total) for s, total in course.totals('.').items()})"
 """
 
 
