@@ -66,7 +66,9 @@ def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     of the steady calls, and every timing lies between the result's readiness and the caller's clock."""
     rng = rng or np.random.default_rng()
     delays = [float(d) for d in rng.uniform(0.001, 0.003, size=steady_calls + 1)]
-    call_delays = [float(d) for d in rng.uniform(0.0005, 0.0015, size=steady_calls + 1)]
+    # Each call holds ~10 ms, far above how late a busy machine delivers a request, so a clock started after the
+    # call always reads less than the call took; the spread stays 1 ms, so only compiling sets the first call apart.
+    call_delays = [float(d) for d in rng.uniform(0.010, 0.011, size=steady_calls + 1)]
     slow = SlowFunction(delays, wrapped=fresh_jit(workload), call_delays_s=call_delays)
     x = device_matrix(np.eye(16))
     timings = []
