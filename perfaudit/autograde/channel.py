@@ -212,11 +212,9 @@ class KernelChannel:
         if isinstance(slow, GraderJit):
             answer = slow.answer(str(msg.get("content", {}).get("prompt", ""))[:200], received)
         elif slow is not None and kind == "perfaudit-call":
-            time.sleep(slow.call_delay_s)
-            slow.waited_call_s.append(time.perf_counter() - received)
+            slow.hold_call(received)
         elif slow is not None and kind == "perfaudit-ready":
-            time.sleep(slow.delay_s)
-            slow.waited_s.append(time.perf_counter() - received)
+            slow.hold_result(received)
         self.client.input(answer)
 
     # --- values out ---

@@ -91,15 +91,17 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 class SlowFunction:
     """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
-    caller waits for it. `waited_call_s` and `waited_s` record how long each call and each wait took. When a test
-    runs in the grader, the grader itself holds the call and the result back, and never tells the student's
-    process for how long (perfaudit/autograde/channel.py). `wrapped`: call that inside (a real JAX computation,
-    under the grader's clock) and hand back its result once ready.
+    caller waits for it. `hold_call` and `hold_result` keep those delays and record, on the holder's clock, when each
+    call arrived and each result was let be ready. When a test runs in the grader, the grader itself holds the call
+    and the result back, and never tells the student's process for how long (perfaudit/autograde/channel.py).
+    `wrapped`: call that inside (a real JAX computation, traced and compiled on a first call) and hand back its
+    result once ready.
     """
 
     def __init__(self, delays_s, wrapped=None, call_delays_s=()):
         self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
         self.waited_s, self.waited_call_s = [], []
+        self.arrived_at, self.released_at = [], []  # each call's arrival, each result's release
 
     @staticmethod
     def _next(delays, done):
@@ -107,7 +109,7 @@ class SlowFunction:
 
     @property
     def delay_s(self):
-        """The delay of the next wait for a result (the grader's channel reads it when the student's code waits)."""
+        """The delay of the next wait for a result."""
         return self._next(self.delays_s, self.waited_s)
 
     @property
@@ -115,22 +117,32 @@ class SlowFunction:
         """The delay inside the next call."""
         return self._next(self.call_delays_s, self.waited_call_s)
 
+    def hold_call(self, arrived):
+        """A call arrived at `arrived` (time.perf_counter()): hold it for its delay."""
+        time.sleep(self.call_delay_s)
+        self.arrived_at.append(arrived)
+        self.waited_call_s.append(time.perf_counter() - arrived)
+
+    def hold_result(self, asked):
+        """The caller asked at `asked` to wait for a result: let it be ready after its delay."""
+        time.sleep(self.delay_s)
+        released = time.perf_counter()
+        self.waited_s.append(released - asked)
+        self.released_at.append(released)
+
     def waited(self, call):
-        """Seconds the call-th call certainly took: its delay inside the call and its wait for the result, or None
-        when the student's code never waited for that result (or the call never asked)."""
+        """Seconds the call-th call certainly took, or None when the student's code never waited for its result (or
+        the call never asked). With a delay inside each call: from the call's arrival until its result was let be
+        ready, so everything the call did between the two (tracing and compiling a first call) counts; a clock
+        started only after the call returned reads less."""
         if len(self.waited_s) <= call or (self.call_delays_s and len(self.waited_call_s) <= call):
             return None
-        return self.waited_s[call] + (self.waited_call_s[call] if self.call_delays_s else 0.0)
+        if self.call_delays_s:
+            return self.released_at[call] - self.arrived_at[call]
+        return self.waited_s[call]
 
     def __call__(self, x):
         if self.call_delays_s:
-            started = time.perf_counter()
-            time.sleep(self.call_delay_s)
-            self.waited_call_s.append(time.perf_counter() - started)
+            self.hold_call(time.perf_counter())
         inner = placeholder() if self.wrapped is None else self.wrapped(x)
-        return HeldResult(inner, self._hold_result)
-
-    def _hold_result(self):
-        started = time.perf_counter()
-        time.sleep(self.delay_s)
-        self.waited_s.append(time.perf_counter() - started)
+        return HeldResult(inner, lambda: self.hold_result(time.perf_counter()))
