@@ -65,7 +65,8 @@ def fresh_jit(fn):
 
 def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     """time_call on a fresh jit of workload: the first call, which traces and compiles, is slower than the median
-    of the steady calls, and every timing lies between the result's readiness and the caller's clock."""
+    of the steady calls, and every timing covers its call from the call's arrival until the result was ready, and
+    lies within the caller's clock around it."""
     rng = rng or np.random.default_rng()
     delays = [float(d) for d in rng.uniform(0.001, 0.003, size=steady_calls + 1)]
     # Every call is held 10 to 11 ms: a clock started after the call misses that and, on the first call, the tracing
