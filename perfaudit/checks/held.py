@@ -100,7 +100,7 @@ class SlowFunction:
 
     def __init__(self, delays_s, wrapped=None, call_delays_s=()):
         self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
-        self.waited_s, self.waited_call_s = [], []
+        self.waited_s = []  # how long each wait for a result took
         self.arrived_at, self.released_at = [], []  # each call's arrival, each result's release
 
     @staticmethod
@@ -115,13 +115,12 @@ class SlowFunction:
     @property
     def call_delay_s(self):
         """The delay inside the next call."""
-        return self._next(self.call_delays_s, self.waited_call_s)
+        return self._next(self.call_delays_s, self.arrived_at)
 
     def hold_call(self, arrived):
         """A call arrived at `arrived` (time.perf_counter()): hold it for its delay."""
         time.sleep(self.call_delay_s)
         self.arrived_at.append(arrived)
-        self.waited_call_s.append(time.perf_counter() - arrived)
 
     def hold_result(self, asked):
         """The caller asked at `asked` to wait for a result: let it be ready after its delay."""
@@ -135,7 +134,7 @@ class SlowFunction:
         the call never asked). With a delay inside each call: from the call's arrival until its result was let be
         ready, so everything the call did between the two (tracing and compiling a first call) counts; a clock
         started only after the call returned reads less."""
-        if len(self.waited_s) <= call or (self.call_delays_s and len(self.waited_call_s) <= call):
+        if len(self.waited_s) <= call or (self.call_delays_s and len(self.arrived_at) <= call):
             return None
         if self.call_delays_s:
             return self.released_at[call] - self.arrived_at[call]
