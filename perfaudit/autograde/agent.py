@@ -24,6 +24,9 @@ MAX_FILES = 1024
 MAX_FILE_BYTES = 16 * 2**20
 MAX_SNAPSHOT_BYTES = 32 * 2**20  # what one folder sends at most: its base64 fits the grader's reply limit
 _refs = {}  # number -> object the grader holds a reference to
+# number -> the function standing in for one of the grader's slow functions: handed in again, it is the same
+# function, as a function passed twice in one process is (a time_call that remembers functions meets it again)
+_slow_functions = {}
 
 
 def _b64(data):
@@ -133,6 +136,8 @@ def _decode(value, dirs):
             target.write_bytes(base64.b64decode(data))
         dirs.append(folder)
         return folder
+    if tag == "slow" and value.get("id") in _slow_functions:
+        return _slow_functions[value["id"]]
     if tag == "slow":
         wrapped = _decode(value.get("wrapped"), dirs)
 
@@ -147,6 +152,7 @@ def _decode(value, dirs):
             inner = placeholder() if wrapped is None else wrapped(x)
             return HeldResult(inner, lambda: ask(f"perfaudit-ready {value['id']}"))
 
+        _slow_functions[value["id"]] = slow
         return slow
     if tag == "slowjit":
         from IPython import get_ipython

@@ -235,8 +235,8 @@ class KernelChannel:
             self._slow[number] = value
             value.number = number
             return {"$": "slowjit", "id": number}
-        if isinstance(value, SlowFunction):
-            number = len(self._slow) + 1
+        if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
+            number = next((n for n, known in self._slow.items() if known is value), len(self._slow) + 1)
             self._slow[number] = value
             wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
             return {"$": "slow", "id": number, "wrapped": wrapped, "call": bool(value.call_delays_s)}
