@@ -5,15 +5,14 @@ process, so nothing here is trusted: student code may replace any of it, and the
 The grader never takes an answer as a verdict; it checks every answer against inputs it chose and values it
 computed (perfaudit/checks.py), so a forged answer can at most be as right as a real one.
 
-Requests (base64 JSON): lookup a name, call a reference, read an attribute, run a check helper marked
-`@in_student_process`. Replies: {"ok": true, "value": ..., "dirs": [...]}, or {"ok": false, "error": ...}.
+Requests (base64 JSON): lookup a name, call a reference, read an attribute: the grader runs no code of its own
+here beyond the stand-ins it hands in as arguments (a slow function, its jit), whose answers it checks. Replies: {"ok": true, "value": ..., "dirs": [...]}, or {"ok": false, "error": ...}.
 Values are tagged JSON: lists, dicts, arrays (dtype, shape, bytes), directories (their regular files), and
 references to anything else (functions, objects), kept here by number.
 """
 
 import base64
 import collections.abc
-import importlib
 import json
 import os
 import pathlib
@@ -157,9 +156,15 @@ def _decode(value, dirs):
     if tag == "slowjit":
         from IPython import get_ipython
 
-        from perfaudit.autograde.instruments import make_jit
+        from perfaudit.autograde.instruments import make_jit, new_workload
 
-        return make_jit(value["id"], get_ipython().kernel.raw_input)
+        jit = make_jit(value["id"], get_ipython().kernel.raw_input, lambda fn: _ref(fn)["id"])
+        return jit(new_workload()) if value.get("new_workload") else jit
+    if tag == "freshjit":
+        import jax
+
+        fn = _decode(value["fn"], dirs)
+        return jax.jit(lambda x: fn(x))
     raise ValueError(f"unknown tag {tag!r}")
 
 
@@ -179,15 +184,6 @@ def _user_namespace():
     return get_ipython().user_ns
 
 
-def _helper(module, name):
-    function = importlib.import_module(module)
-    for part in name.split("."):
-        function = getattr(function, part)
-    if not getattr(function, "__perfaudit_in_student_process__", False):
-        raise PermissionError(f"{module}.{name} is not a helper that runs in the student's process")
-    return function
-
-
 def _answer(request):
     op, dirs = request["op"], []
     if op == "lookup":
@@ -197,8 +193,8 @@ def _answer(request):
         value = namespace[request["name"]]
     elif op == "getattr":
         value = getattr(_refs[request["ref"]], request["name"])
-    elif op in ("call", "helper"):
-        function = _refs[request["ref"]] if op == "call" else _helper(request["module"], request["name"])
+    elif op == "call":
+        function = _refs[request["ref"]]
         args = [_decode(a, dirs) for a in request["args"]]
         kwargs = {k: _decode(v, dirs) for k, v in request["kwargs"].items()}
         value = function(*args, **kwargs)

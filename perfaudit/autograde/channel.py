@@ -29,8 +29,8 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
 from perfaudit.autograde import made_up
-from perfaudit.autograde.instruments import GraderJit
-from perfaudit.checks.held import SlowFunction
+from perfaudit.autograde.instruments import GraderJit, NewWorkload
+from perfaudit.checks.held import FreshJit, SlowFunction
 
 MAX_REPLY_CHARS = 64 * 2**20
 MAX_DEPTH = 32
@@ -77,7 +77,12 @@ class RemoteRef:
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
-        return self._channel.request({"op": "getattr", "ref": self._number, "name": name})
+        try:
+            return self._channel.request({"op": "getattr", "ref": self._number, "name": name})
+        except StudentError as error:  # getattr(ref, name, default) and hasattr work as on the object itself
+            if error.kind == "AttributeError":
+                raise AttributeError(str(error)) from None
+            raise
 
     def __repr__(self):
         return f"<the student's {self._type}>"
@@ -128,7 +133,7 @@ class KernelChannel:
         if self.gone:
             raise KernelGone(self.gone)
         mirrors = []
-        if request["op"] in ("call", "helper"):
+        if request["op"] == "call":
             request = {**request, "args": [self._encode(a, mirrors) for a in args],
                        "kwargs": {str(k): self._encode(v, mirrors) for k, v in (kwargs or {}).items()}}
         payload = base64.b64encode(json.dumps(request).encode()).decode()
@@ -230,11 +235,15 @@ class KernelChannel:
             if value._channel is not self:
                 raise ValueError("a reference from another kernel")
             return {"$": "ref", "id": value._number}
-        if isinstance(value, GraderJit):
-            number = len(self._slow) + 1
-            self._slow[number] = value
-            value.number = number
-            return {"$": "slowjit", "id": number}
+        if isinstance(value, (GraderJit, NewWorkload)):  # a NewWorkload: the kernel applies the jit to a new workload
+            jit = value.jit if isinstance(value, NewWorkload) else value
+            number = next((n for n, known in self._slow.items() if known is jit), len(self._slow) + 1)
+            self._slow[number] = jit
+            jit.number = number
+            jit.resolve = lambda kept: RemoteRef(self, kept, True, "function")
+            return {"$": "slowjit", "id": number, "new_workload": isinstance(value, NewWorkload)}
+        if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
+            return {"$": "freshjit", "fn": self._encode(value.fn, mirrors, depth + 1)}
         if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
             number = next((n for n, known in self._slow.items() if known is value), len(self._slow) + 1)
             self._slow[number] = value

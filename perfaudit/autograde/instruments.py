@@ -15,9 +15,12 @@ function the stand-in makes is really jax.jit of fn, and the grader keeps a reco
 - its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
   static argument (a trace count typed in does not follow them).
 - its ahead-of-time stages: `trace`, `lower` and `compile` each held 20-150 ms at random, so a timing of a stage
-  that is shorter than the stage, or invented, does not fit.
-Afterwards the grader computes what fn gives on a matrix of its own and reads fn's JAXPR (`function_output`,
-`function_jaxpr`, run in the student's process), so timings of another function than the workload do not pass.
+  that is shorter than the stage, or invented, does not fit; and the runs of the program `compile` returned, each
+  held like a call (the first 30-60 ms, a third of the later ones 10-20 ms, the others 1-3 ms) and released only
+  when waited for: a warm run timed as the first, or a run not waited for, does not fit.
+Whether the timed function computes the workload rests on its first call's answer, checked in the grader against
+tanh(A @ A) for the grader's matrix; the saved JAXPR is compared with the grader's own. The grader runs no code of
+its own in the student's process to learn either: what the stand-in reports is a claim, checked in the grader.
 
 Calls and traces are counted per function made, never across: a student may jit other functions with it (a
 sanity check of the output, say) without moving what the audited function's evidence is compared with.
@@ -36,7 +39,6 @@ import time
 import numpy as np
 
 from perfaudit.checks.held import HeldResult
-from perfaudit.kernelside import in_student_process
 
 FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
 LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
@@ -45,6 +47,8 @@ CALL_HOLD_S = (0.0005, 0.0015)  # inside each call, before it returns
 PROBES = 6  # entries of fn(A) a first call reports, for the matrix A the grader draws
 PROBE_TOLERANCE = 0.02  # covers bfloat16 and float16 inputs; a function that is not tanh(A @ A) misses by far more
 STAGE_HOLD_S = (0.02, 0.15)  # each of trace, lower and compile of the ahead-of-time API
+FIRST_RUN_HOLD_S = (0.03, 0.06)  # the first run of a compiled program
+LONG_RUN_HOLD_S = (0.010, 0.020)  # a third of its later runs
 STAGES = ("trace", "lower", "compile")
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
@@ -66,6 +70,13 @@ class Call:
         return self.key[0]
 
 
+class Run:
+    """One run of a compiled program: held like a call, its span on the grader's clock once it was waited for."""
+
+    def __init__(self, started, hold_s):
+        self.started, self.hold_s, self.span_s = started, hold_s, None
+
+
 class FunctionRecord:
     """One function jit made: its calls in order, its traces, and the trace count at each call and wait."""
 
@@ -74,7 +85,9 @@ class FunctionRecord:
         self.retrace_at = retrace_at  # ordinals of repeat calls at which the grader changes the static argument
         self.repeats = 0
         self.counts = []  # (calls made so far, traces so far) when a call or a wait arrived
+        self.function = None  # the function jit was given, as GraderJit.resolve found it
         self.stages = []  # (stage, grader's span of it) for each trace, lower and compile, in order
+        self.runs = []  # Run of each call of a program compile() returned, in order
 
     def counts_after(self, call):
         """Trace counts the student's code could have read after call number `call` returned: at any later call or
@@ -87,6 +100,10 @@ class GraderJit:
 
     def __init__(self, rng):
         self.rng, self.functions, self.number = rng, [], None
+        # The student's function each jit(fn) was given, from the number the stand-in reports for it: a reference
+        # the channel sets up (RemoteRef), or, in one process, the function itself. The grader calls it with a
+        # matrix of its own: a claim of the stand-in's, checked by values.
+        self.resolve, self._kept = None, {}
 
     def _uniform(self, bounds):
         return float(self.rng.uniform(*bounds))
@@ -97,8 +114,11 @@ class GraderJit:
         kind, *rest = str(message).split(" ")
         rest = rest[1:]  # the jit's own number, by which the channel found this one
         if kind == "perfaudit-jit" and len(self.functions) < MAX_FUNCTIONS:
-            self.functions.append(FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
-                                                                     replace=False).tolist())))
+            record = FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
+                                                        replace=False).tolist()))
+            kept = rest[0] if rest else ""
+            record.function = self.resolve(int(kept)) if kept.isdigit() and self.resolve else None
+            self.functions.append(record)
             return str(len(self.functions) - 1)
         record = self._record(rest[:1])
         if record is None:
@@ -112,6 +132,18 @@ class GraderJit:
         elif kind == "perfaudit-stage" and len(rest) >= 2 and rest[1] in STAGES:
             time.sleep(self._uniform(STAGE_HOLD_S))
             record.stages.append((rest[1], time.perf_counter() - received))
+        elif kind == "perfaudit-run":
+            first = not record.runs
+            long = first or self.rng.random() < 1 / 3
+            hold = self._uniform(FIRST_RUN_HOLD_S if first else LONG_RUN_HOLD_S if long else SHORT_HOLD_S)
+            record.runs.append(Run(received, hold))
+            time.sleep(self._uniform(CALL_HOLD_S))
+            return str(len(record.runs) - 1)
+        elif kind == "perfaudit-run-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.runs):
+            run = record.runs[int(rest[1])]
+            if run.span_s is None:
+                time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))
+                run.span_s = time.perf_counter() - run.started
         elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
@@ -148,7 +180,38 @@ class GraderJit:
         """jit(fn) right here, for a test that runs in the student's own process (the checker, the notebook)."""
         if self.number is None:
             self.number = -next(_own_numbers)
-        return make_jit(self.number, self.answer)(fn)
+            self.resolve = self._kept.get
+        return make_jit(self.number, self.answer, self._keep)(fn)
+
+    def _keep(self, fn):
+        self._kept[len(self._kept) + 1] = fn
+        return len(self._kept)
+
+    def new_workload(self):
+        """This jit of a new function computing tanh(x @ x), made where it is used (NewWorkload)."""
+        return NewWorkload(self)
+
+
+class NewWorkload:
+    """jit(a new function computing tanh(x @ x)) for a test to hand to the student's code: handed to a student's
+    kernel it crosses as a request to make it there (perfaudit/autograde/channel.py); in one process it is made
+    here on first use."""
+
+    def __init__(self, jit):
+        self.jit, self._made = jit, None
+
+    def _jitted(self):
+        if self._made is None:
+            self._made = self.jit(new_workload())
+        return self._made
+
+    def __call__(self, x):
+        return self._jitted()(x)
+
+    def __getattr__(self, name):
+        if name.startswith("_") and name not in ("__name__", "__qualname__", "__wrapped__"):
+            raise AttributeError(name)
+        return getattr(self._jitted(), name)
 
 
 MAX_PROBED_N = 2048  # a larger first call is not probed (a matrix that size costs the student's memory) and is held
@@ -203,15 +266,16 @@ def _shape(text):
 # --- the kernel's side: runs in the student's process --------------------------------------------------------
 
 
-def make_jit(number, ask):
+def make_jit(number, ask, keep):
     """The stand-in's jit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader
-    picks at each call, reporting each trace, and returning results whose readiness the grader decides."""
+    picks at each call, reporting each trace, and returning results whose readiness the grader decides. keep(fn):
+    the number by which the grader can call fn itself."""
     import jax
 
     functions = _registry.setdefault(number, [])
 
     def jit(fn, **_options):  # options such as donate_argnums change nothing a measurement of this workload sees
-        index = int(ask(f"perfaudit-jit {number}") or len(functions))
+        index = int(ask(f"perfaudit-jit {number} {keep(fn)}") or len(functions))
         functions.append(fn)
         salts = [0]
 
@@ -240,14 +304,33 @@ def make_jit(number, ask):
 
         # The ahead-of-time API of a jitted function, at the static argument of the latest call; the grader holds
         # each stage once JAX has done it.
-        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace", lambda stage: ask(
-            f"perfaudit-stage {number} {index} {stage}"))
+        def ask_about(kind, *more):
+            return ask(" ".join((kind, str(number), str(index), *map(str, more))))
+
+        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",
+                                         lambda stage: ask_about("perfaudit-stage", stage), ask_about)
         audited.lower = lambda x: audited.trace(x).lower()
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
         audited.__name__, audited.__wrapped__ = traced.__name__, fn
         return audited
 
     return jit
+
+
+_workloads = itertools.count(1)
+
+
+def new_workload():
+    """A new function computing tanh(x @ x), with a name of its own: nothing is cached for it, wherever it runs."""
+    import os
+
+    import jax.numpy as jnp
+
+    def audited(x):
+        return jnp.tanh(x @ x)
+
+    audited.__name__ = audited.__qualname__ = f"perfaudit_stages_{os.getpid()}_{next(_workloads)}"
+    return audited
 
 
 def _probe(inner, x, salt, seed):
@@ -269,37 +352,34 @@ def _probe(inner, x, salt, seed):
 
 class _Stage:
     """JAX's Traced or Lowered object, the stage that made it held by the grader; lower() and compile() are held in
-    turn. Everything else is JAX's own."""
+    turn, and the program compile() returns runs as the grader holds it. Everything else is JAX's own."""
 
-    def __init__(self, value, stage, hold):
+    def __init__(self, value, stage, hold, ask=None):
         hold(stage)
-        self._value, self._hold = value, hold
+        self._value, self._hold, self._ask = value, hold, ask
 
     def lower(self, *args, **kwargs):
-        return _Stage(self._value.lower(*args, **kwargs), "lower", self._hold)
+        return _Stage(self._value.lower(*args, **kwargs), "lower", self._hold, self._ask)
 
     def compile(self, *args, **kwargs):
         compiled = self._value.compile(*args, **kwargs)
         self._hold("compile")
-        return compiled
+        return compiled if self._ask is None else _Compiled(compiled, self._ask)
 
     def __getattr__(self, name):
         return getattr(self._value, name)
 
 
-@in_student_process
-def function_output(number, index, matrix):
-    """What the index-th function the grader's jit number `number` made computes for `matrix` (a NumPy array),
-    fn itself, run in the student's process."""
-    import jax
-    import numpy as np
+class _Compiled:
+    """A compiled program whose every run the grader holds, and whose results it lets be ready when waited for."""
 
-    return np.asarray(jax.jit(_registry[number][index])(jax.device_put(matrix)))
+    def __init__(self, compiled, ask):
+        self._compiled, self._ask = compiled, ask
 
+    def __call__(self, *args, **kwargs):
+        run = self._ask("perfaudit-run")
+        result = self._compiled(*args, **kwargs)
+        return HeldResult(result, lambda: self._ask("perfaudit-run-ready", run))
 
-@in_student_process
-def function_jaxpr(number, index, shape, dtype="float32"):
-    """str(jax.make_jaxpr(fn)) of that function at shape and dtype, made in the student's process."""
-    import jax
-
-    return str(jax.make_jaxpr(_registry[number][index])(jax.ShapeDtypeStruct(tuple(shape), dtype)))
+    def __getattr__(self, name):
+        return getattr(self._compiled, name)

@@ -23,18 +23,18 @@ from perfaudit.checks.evidence import (DECOMPOSITION_PARTS, GOING_FURTHER_SECTIO
                                        check_going_further, check_going_further_carries, check_report_agrees,
                                        check_report_carries, check_report_consistent, check_report_schema,
                                        check_report_scope, check_returns_what_it_wrote, expected_cost_of, read_report)
-from perfaudit.checks.held import HeldResult, SlowFunction
+from perfaudit.checks.held import FreshJit, HeldResult, SlowFunction
 from perfaudit.checks.measured import check_gather_evidence, check_measured_evidence, check_run_audit, grader_jit
 from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, IDENTITY_DIAGONAL, MATMUL_TOLERANCE,
                                       check_identity_output, check_random_output, matmul_precision_class,
                                       matmul_setting, output_tolerance, random_matrix)
 from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
                                      check_first_call_measured, check_seconds, check_summarize, check_time_call,
-                                     check_timings, fresh_jit)
+                                     check_timings)
 from perfaudit.checks.stages import check_stages, check_time_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
-                                     check_trace_predictions, check_traces_follow_jit, clear_caches, count_new_traces,
+                                     check_trace_predictions, check_traces_follow_jit, clear_cache, count_new_traces,
                                      jaxpr_canonical, jaxpr_of, jaxpr_program, reference_jaxpr, trace_count_answers,
                                      trace_sequence)
 

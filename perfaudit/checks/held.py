@@ -89,6 +89,23 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(HeldResult, _name, _arithmetic(_name))
 
 
+class FreshJit:
+    """A new jax.jit of fn, made where fn lives and first called by the caller: its first call traces and compiles,
+    whatever ran before. In one process it is made here on first use; handed to a student's kernel it crosses as a
+    request to make it there (perfaudit/autograde/channel.py), and the grader judges only the calls' effects on its
+    own clock."""
+
+    def __init__(self, fn):
+        self.fn, self._jitted = fn, None
+
+    def __call__(self, x):
+        if self._jitted is None:
+            import jax
+
+            self._jitted = jax.jit(lambda v: self.fn(v))
+        return self._jitted(x)
+
+
 class SlowFunction:
     """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
     caller waits for it. `hold_call` and `hold_result` keep those delays and record, on the holder's clock, when each

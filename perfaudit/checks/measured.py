@@ -8,9 +8,10 @@ import numpy as np
 from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
     check_returns_what_it_wrote, read_report, artifact_path
 from perfaudit.checks.failure import fail
-from perfaudit.checks.outputs import as_matrix, compare, output_tolerance, random_matrix
+from perfaudit.checks.outputs import as_matrix, compare, device_matrix, output_tolerance, random_matrix
 from perfaudit.checks.timing import as_float, check_seconds
 from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
+from perfaudit.reference import reference_jaxpr
 
 
 def grader_jit(rng=None):
@@ -39,7 +40,7 @@ def _shape_of(value):
     return None
 
 
-def _covers(timings, spans, slack_s):
+def covers(timings, spans, slack_s):
     """Whether each timing can be of a call of its own that it is no shorter than: the shortest timings against
     the shortest calls (sorted: a student may keep the timings in any order, e.g. sorted for a median)."""
     spans = sorted(spans)[:len(timings)]
@@ -64,7 +65,7 @@ def _match_calls(record, first_s, steady, shape, slack_s):
                       "jitted function, from just before the call until block_until_ready() returns.")
     later = [j for j in range(first + 1, len(calls)) if calls[j].shape == shape and calls[j].span_s is not None]
     spans = [calls[j].span_s for j in later]
-    if not _covers(steady, spans, slack_s):
+    if not covers(steady, spans, slack_s):
         never = (" Some results were never waited for: call block_until_ready() on each result before stopping the "
                  "clock." if any(call.span_s is None for call in calls[first + 1:]) else "")
         if len(later) < len(steady):
@@ -83,7 +84,7 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     low, high = len(steady), len(later)
     while low < high:
         middle = (low + high) // 2
-        low, high = (low, middle) if _covers(steady, spans[:middle], slack_s) else (middle + 1, high)
+        low, high = (low, middle) if covers(steady, spans[:middle], slack_s) else (middle + 1, high)
     chosen = sorted(later[:low], key=lambda j: calls[j].span_s)[:len(steady)]
     return [first, *sorted(chosen)], None
 
@@ -124,43 +125,44 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
               "times during this call (jit traces again for every new cache key, and the jit you are given may do "
               "so more often than jax.jit). Count traces with a counter inside the function you jit, and read it "
               "after the last call, before make_jaxpr.")
-    index = jit.functions.index(record)
-    _check_timed_output(jit.number, index, what)
     _check_first_calls_answered(jit, record, matched[0], what)
     if jaxpr_text is not None:
         shape = _shape_of(evidence.get("shape")) or record.calls[matched[0]].shape
-        timed = instruments.function_jaxpr(jit.number, index, list(shape))
-        if not isinstance(jaxpr_text, str) or jaxpr_canonical(jaxpr_text) != jaxpr_canonical(str(timed)):
+        expected = reference_jaxpr(shape[0]) if len(shape) == 2 and shape[0] == shape[1] else None
+        if not isinstance(jaxpr_text, str) or expected is None or \
+                jaxpr_canonical(jaxpr_text) != jaxpr_canonical(expected):
             fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
-                  f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation.")
+                  f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation or shape.")
 
 
 def _check_first_calls_answered(jit, timed, first, what):
     """The grader held each first call as long as the workload's only when its function answered with tanh(A @ A)
-    for the grader's matrix (perfaudit/autograde/instruments.py): that answer must agree with what the function
-    computes. The timed function's first call answered so, and no other function answered so without computing
-    the workload."""
-    if timed.calls[first].gave_workload is False:
+    for the grader's matrix (perfaudit/autograde/instruments.py): the timed function's first call must have
+    answered so, and every function whose first call answered so must compute tanh(A @ A) when the grader calls
+    it with a matrix of its own. Both are values checked against the grader's own tanh(A @ A)."""
+    if not timed.calls[first].gave_workload:
         fail(f"{what}: the first call of the function you timed did not give tanh(x @ x) for the grader's check of "
-             "its result, although the function computes it: leave the jit you are given as it is.")
-    for index, record in enumerate(jit.functions):
+             "its result: time the workload itself, made with the jit you are given (audited = jit(...)), and "
+             "leave that jit as it is.")
+    _check_timed_output(timed.function, what)
+    for record in jit.functions:
         if record is not timed and any(call.gave_workload for call in record.calls):
-            _check_timed_output(jit.number, index, f"{what}: another function made by the jit you were given, whose "
-                                                   "first call gave tanh(x @ x) for the grader's check")
+            _check_timed_output(record.function, f"{what}: another function made by the jit you were given, whose "
+                                                  "first call gave tanh(x @ x) for the grader's check")
 
 
-def _check_timed_output(number, index, what, rng=None):
-    """The timed function computes tanh(A @ A) for a random A chosen now."""
-    from perfaudit.autograde import instruments
-
+def _check_timed_output(function, what, rng=None):
+    """The function jit was given computes tanh(A @ A) for a random A chosen now, called by the grader itself."""
+    if function is None:
+        fail(f"{what}: the jit you were given never reported the function it made: leave that jit as it is.")
     rng = rng or np.random.default_rng()
     n = int(rng.integers(5, 48))
     a = random_matrix(rng, n)
     atol, assumed = output_tolerance()
-    found = as_matrix(instruments.function_output(number, index, a), f"{what}: the function you timed")
+    found = as_matrix(function(device_matrix(a)), f"{what}: the function you timed")
     expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
     compare(found, expected, f"{what}: the function you timed should compute tanh(x @ x); for a random {n}x{n} "
-             "matrix A", atol=atol, assumed=assumed)
+            "matrix A", atol=atol, assumed=assumed)
 
 
 def check_gather_evidence(gather_evidence, rng=None):

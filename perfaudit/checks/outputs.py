@@ -1,12 +1,12 @@
 """The workload's output: the identity and random matrices, compared with NumPy at the tolerance of the
-matrix-product precision in effect where the workload runs."""
+matrix-product precision of the process that checks (the grader's own device and settings, never a claim of the
+student's process)."""
 
 import math
 
 import numpy as np
 
 from perfaudit.checks.failure import fail
-from perfaudit.kernelside import in_student_process
 
 IDENTITY_DIAGONAL = math.tanh(1.0)  # tanh(I @ I) = tanh(I): 0.761594 on the diagonal, 0 elsewhere
 
@@ -91,9 +91,10 @@ def matmul_precision_class(setting, backend):
     return "bfloat16"
 
 
-@in_student_process
 def matmul_setting():
-    """[jax_default_matmul_precision, default backend] where the student's workload runs: plain strings or None."""
+    """[jax_default_matmul_precision, default backend] of this process: the grader's own when it grades (a student's
+    process that claims another backend or precision cannot widen the tolerance), the student's own when the
+    notebook checks itself."""
     import jax
 
     return [jax.config.jax_default_matmul_precision, jax.default_backend()]

@@ -8,20 +8,17 @@ program is usually slower than its steady runs, but a busy machine can invert th
 Re-exported by perfaudit.checks.
 """
 
-import itertools
 import math
-import os
 import time
 
 import numpy as np
 
 from perfaudit.checks.failure import fail as _fail
-from perfaudit.kernelside import in_student_process
+from perfaudit.checks.outputs import device_matrix, random_matrix
 
 STAGE_PARTS = ("trace_s", "lower_s", "compile_s", "first_run_s")
 STAGE_WORDS = {"trace_s": "jitted.trace(x)", "lower_s": "traced.lower()", "compile_s": "lowered.compile()"}
 CLOCK_SLACK_S = 50e-6  # one process, one clock: rounding only
-_names = itertools.count()
 
 
 def _seconds(value, what):
@@ -56,40 +53,25 @@ def check_stages(stages, steady_runs, what="time_stages"):
     return found
 
 
-@in_student_process
-def observe_time_stages(time_stages, n, steady_runs, jit=None):
-    """time_stages(jitted, x, steady_runs) on a new jit (`jit`, or jax.jit) of tanh(x @ x) at n x n, made here and
-    never called. Runs where the student's functions live. Returns {"stages": what time_stages returned,
-    "outer_s": seconds the call took}."""
-    import jax
-    import jax.numpy as jnp
-
-    def audited(x):
-        return jnp.tanh(x @ x)
-
-    audited.__name__ = audited.__qualname__ = f"perfaudit_stages_{os.getpid()}_{next(_names)}"
-    x = jax.device_put(np.random.default_rng().standard_normal((n, n)).astype(np.float32) / np.sqrt(n))
-    jitted = (jit or jax.jit)(audited)
-    started = time.perf_counter()
-    stages = time_stages(jitted, x, steady_runs)
-    return {"stages": stages, "outer_s": time.perf_counter() - started}
-
-
 def check_time_stages(time_stages, rng=None):
-    """time_stages on a new function of the grader's jit and a steady_runs chosen now: every part measured during
-    the call, each of trace, lower and compile covering that stage as the grader held it."""
-    from perfaudit.checks.measured import grader_jit
+    """time_stages on a new function of the grader's jit, a random matrix and a steady_runs chosen now: every part
+    measured during the call; each of trace, lower and compile covering that stage as the grader held it; the first
+    run covering the compiled program's very first run, waited for; each steady run covering a later run of its own.
+    The grader holds each run of the compiled program and lets its result be ready when it chooses
+    (perfaudit/autograde/instruments.py): a warm run timed as the first, or a run not waited for, does not fit."""
+    from perfaudit.checks.measured import covers, grader_jit
 
     rng = rng or np.random.default_rng()
     n, steady_runs = int(rng.integers(8, 48)), int(rng.integers(5, 20))
     jit = grader_jit(rng)
+    x = device_matrix(random_matrix(rng, n))
     started = time.perf_counter()
-    observed = observe_time_stages(time_stages, n, steady_runs, jit)
-    outer_s = min(time.perf_counter() - started, observed["outer_s"] if isinstance(observed["outer_s"], float)
-                  else math.inf)
+    stages = time_stages(jit.new_workload(), x, steady_runs)
+    outer_s = time.perf_counter() - started
     what = f"time_stages(jitted, x, {steady_runs})"
-    stages = check_stages(observed["stages"], steady_runs, what)
-    held = {f"{stage}_s": [span for done, span in (jit.functions[0].stages if jit.functions else []) if done == stage]
+    stages = check_stages(stages, steady_runs, what)
+    record = jit.functions[0] if jit.functions else None
+    held = {f"{stage}_s": [span for done, span in (record.stages if record else []) if done == stage]
             for stage in ("trace", "lower", "compile")}
     for part, spans in held.items():
         if not spans:
@@ -98,6 +80,21 @@ def check_time_stages(time_stages, rng=None):
         if stages[part] + CLOCK_SLACK_S < min(spans):
             _fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than {STAGE_WORDS[part]} took during the "
                   "call: time it alone, from just before it until it returns.")
+    runs = record.runs if record else []
+    if not runs:
+        _fail(f"{what} never ran the program it compiled: time compiled(x) for the first run and the steady runs.")
+    if runs[0].span_s is None:
+        _fail(f"{what}: the compiled program's first run was never waited for, so first_run_s cannot include it. "
+              "Call block_until_ready() on its result before you stop the clock.")
+    if stages["first_run_s"] + CLOCK_SLACK_S < runs[0].span_s:
+        _fail(f"{what}: first_run_s ({stages['first_run_s'] * 1e3:.3f} ms) is shorter than the compiled program's "
+              "first run took. Was it run before the run you timed? Time its very first run, from just before "
+              "compiled(x) until block_until_ready() returns, and nothing before it.")
+    later = [run.span_s for run in runs[1:] if run.span_s is not None]
+    if not covers(stages["steady_run_s"], later, CLOCK_SLACK_S):
+        _fail(f"{what}: the steady runs do not each cover a later run of the compiled program of their own, waited "
+              f"for ({len(later)} later runs were waited for): time each steady run from just before compiled(x) "
+              "until block_until_ready() returns.")
     total = sum(stages[part] for part in STAGE_PARTS) + sum(stages["steady_run_s"])
     if total > outer_s + CLOCK_SLACK_S:
         _fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "

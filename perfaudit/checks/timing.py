@@ -6,9 +6,8 @@ import time
 import numpy as np
 
 from perfaudit.checks.failure import fail
-from perfaudit.checks.held import SlowFunction
+from perfaudit.checks.held import FreshJit, SlowFunction
 from perfaudit.checks.outputs import device_matrix
-from perfaudit.kernelside import in_student_process
 
 SYNC_DELAY_S = 0.05  # how long the probe's result takes to become ready
 STEADY_CALLS_MIN = 5
@@ -55,14 +54,6 @@ def check_time_call(time_call, rng=None):
             )
 
 
-@in_student_process
-def fresh_jit(fn):
-    """A new jax.jit of fn, never called: its first call traces and compiles, whatever ran before."""
-    import jax
-
-    return jax.jit(lambda x: fn(x))
-
-
 def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     """time_call on a fresh jit of workload: the first call, which traces and compiles, is slower than the median
     of the steady calls, and every timing covers its call from the call's arrival until the result was ready, and
@@ -73,7 +64,7 @@ def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     # and compiling (slow.waited counts from the call's arrival); a spread of 1 ms leaves compiling the only thing
     # that sets the first call apart from the steady ones.
     call_delays = [float(d) for d in rng.uniform(0.010, 0.011, size=steady_calls + 1)]
-    slow = SlowFunction(delays, wrapped=fresh_jit(workload), call_delays_s=call_delays)
+    slow = SlowFunction(delays, wrapped=FreshJit(workload), call_delays_s=call_delays)
     x = device_matrix(np.eye(16))
     timings = []
     for call in range(steady_calls + 1):

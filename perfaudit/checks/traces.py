@@ -7,7 +7,6 @@ import numpy as np
 
 from perfaudit.checks.failure import fail
 from perfaudit.checks.outputs import device_matrix
-from perfaudit.kernelside import in_student_process
 from perfaudit.reference import reference_jaxpr
 
 
@@ -31,18 +30,21 @@ def _count(traces):
     return count
 
 
-@in_student_process
-def clear_caches():
-    """jax.clear_caches() where the student's functions live: every cached trace is dropped."""
-    import jax
-
-    jax.clear_caches()
+def clear_cache(jitted):
+    """Drop jitted's cached traces with its own method, as jax.jit's functions have (`audited.clear_cache()`): the
+    grader asks the student's object to do it, runs no code of its own there, and then checks the effect (the next
+    call at a seen key must trace again). A function that jit did not make has no trace cache to clear."""
+    clear = getattr(jitted, "clear_cache", None)
+    if not callable(clear):
+        fail("audited has no clear_cache(), which every function jax.jit returns has: make it with "
+             "audited = jax.jit(counted_workload).")
+    clear()
 
 
 def _clear_caches_then(*keys):
     """Calls at seen keys [(argument, what)] after JAX's caches were cleared: a real trace counter goes up by one at
     each, a set of keys does not, and two in a row leave no room for a counter that counts every other call."""
-    return [(None, "jax.clear_caches()", None)] + [(a, f"{what} after jax.clear_caches()", 1) for a, what in keys]
+    return [(None, "audited.clear_cache()", None)] + [(a, f"{what} after audited.clear_cache()", 1) for a, what in keys]
 
 
 def _shuffled_calls(rng, keys):
@@ -59,10 +61,10 @@ def _shuffled_calls(rng, keys):
 
 def _expect_traces(jitted, traces, calls):
     """calls: [(argument, what it is, traces it should add)], made in order; fail at the first that differs.
-    An argument None is a clear_caches() step."""
+    An argument None is a clear_cache() step."""
     for argument, what, expected in calls:
         if argument is None:
-            clear_caches()
+            clear_cache(jitted)
             continue
         before = _count(traces)
         jitted(argument)
@@ -74,7 +76,7 @@ def _expect_traces(jitted, traces, calls):
 
 def check_retrace_on_new_shape(jitted, traces, rng=None):
     """Each shape the function has not seen costs exactly one trace, each repeat none, in any order; after
-    jax.clear_caches() a shape it has seen is traced again (the counter counts traces, not shapes)."""
+    audited.clear_cache() a shape it has seen is traced again (the counter counts traces, not shapes)."""
     rng = rng or np.random.default_rng()
     sizes = rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], size=3, replace=False)  # no notebook's
     keys = [(device_matrix(np.eye(int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
@@ -83,7 +85,7 @@ def check_retrace_on_new_shape(jitted, traces, rng=None):
 
 def check_traces_follow_jit(jitted, traces, rng=None):
     """jit's cache key, not a set of shapes: a new shape and a new dtype trace again, in any order; a repeat and a
-    float64 NumPy array that jit converts to float32 (x64 is off) do not; after jax.clear_caches() all trace again."""
+    float64 NumPy array that jit converts to float32 (x64 is off) do not; after audited.clear_cache() all trace again."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
     eye = np.eye(n, dtype=np.float32)
@@ -272,19 +274,28 @@ def jaxpr_program(text):
     return jaxpr_canonical(text, params=_STRUCTURE_PARAMS)
 
 
-@in_student_process
-def jaxpr_of(fn, n=16):
-    """str(jax.make_jaxpr(fn)) at n x n float32, made where fn lives."""
-    import jax
-
-    return str(jax.make_jaxpr(fn)(jax.ShapeDtypeStruct((n, n), np.float32)))
+def jaxpr_of(jitted, n=16):
+    """The JAXPR of jitted at n x n float32, asked of jitted itself with JAX's own methods on it
+    (`jitted.trace(x).jaxpr.pretty_print()`), or None when it has no `trace` (a function jit did not make)."""
+    trace = getattr(jitted, "trace", None)
+    if not callable(trace):
+        return None
+    made = trace(device_matrix(np.eye(n))).jaxpr.pretty_print(use_color=False)
+    if not isinstance(made, str):
+        fail("audited.trace(x).jaxpr.pretty_print() should give the JAXPR's text, as it does for jax.jit's functions.")
+    return made
 
 
 def check_jaxpr_is_of(jitted, text, n=16):
-    """The saved JAXPR is the one of `jitted` itself: the same equations as make_jaxpr of it, now."""
+    """The saved JAXPR is the one of `jitted` itself: the same equations as jitted's own trace at n x n, which must be
+    the workload's as the grader makes it (check_jaxpr_text). A function jit did not make has no trace to ask: its
+    JAXPR is judged by check_jaxpr_text alone (its trace checks fail on their own)."""
     made = jaxpr_of(jitted, n)
-    if not isinstance(made, str) or jaxpr_canonical(made) != jaxpr_canonical(str(text)):
+    if made is None:
+        return
+    if jaxpr_canonical(made) != jaxpr_canonical(str(text)):
         fail("jaxpr_text should be the JAXPR of audited itself: str(jax.make_jaxpr(audited)(x16)).")
+    check_jaxpr_text(made, n)
 
 
 def check_jaxpr_text(text, n=16):

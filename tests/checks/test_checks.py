@@ -115,7 +115,7 @@ def test_the_trace_counter_must_follow_jits_cache_key_not_a_set_of_shapes():
 def test_a_counter_that_imitates_the_cache_key_or_a_script_of_calls_is_caught():
     keys, calls = set(), [0]
 
-    def cache_key_set(x):  # jit's key imitated by hand, float64 conversion included: only clear_caches tells
+    def cache_key_set(x):  # jit's key imitated by hand, float64 conversion included: it has no clear_cache()
         keys.add((x.shape, str(jnp.asarray(x).dtype)))
         return jnp.tanh(x @ x)
 
@@ -123,9 +123,9 @@ def test_a_counter_that_imitates_the_cache_key_or_a_script_of_calls_is_caught():
         calls[0] += 1
         return jnp.tanh(x @ x)
 
-    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+    with pytest.raises(AssertionError, match="clear_cache"):
         checks.check_traces_follow_jit(cache_key_set, lambda: len(keys))
-    with pytest.raises(AssertionError, match="after jax.clear_caches"):
+    with pytest.raises(AssertionError, match="clear_cache"):
         checks.check_retrace_on_new_shape(lambda x: (keys.add(x.shape), jnp.tanh(x @ x))[1], lambda: len(keys))
     rng = np.random.default_rng(0)
     caught = 0
@@ -554,7 +554,7 @@ def test_the_timed_function_must_compute_the_workload():
     def of_nothing(k, jit):
         return {**gather_evidence(k, jit, body=lambda x: x), "jaxpr_text": checks.reference_jaxpr()}
 
-    with pytest.raises(AssertionError, match="the function you timed should compute tanh"):
+    with pytest.raises(AssertionError, match="did not give tanh"):
         checks.check_gather_evidence(of_nothing)
 
 

@@ -82,6 +82,33 @@ def feeds_the_listener(jitted, x, steady_runs=20):
     return {"trace_s": 2e-6, "lower_s": 2e-6, "compile_s": 2e-6, "first_run_s": 2e-6, "steady_run_s": [2e-6] * steady_runs}
 
 
+def warm_first_run(jitted, x, steady_runs=20):
+    """Runs the compiled program once off the clock, then times the next run as the first."""
+    traced, trace_s = _timed(lambda: jitted.trace(x))
+    lowered, lower_s = _timed(traced.lower)
+    compiled, compile_s = _timed(lowered.compile)
+    compiled(x).block_until_ready()
+    runs = [_timed(lambda: compiled(x).block_until_ready())[1] for _ in range(steady_runs + 1)]
+    return {"trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s, "first_run_s": runs[0],
+            "steady_run_s": runs[1:]}
+
+
+def runs_not_waited_for(jitted, x, steady_runs=20):
+    """Times each run until compiled(x) returns, without waiting for the result."""
+    traced, trace_s = _timed(lambda: jitted.trace(x))
+    lowered, lower_s = _timed(traced.lower)
+    compiled, compile_s = _timed(lowered.compile)
+    runs = [_timed(lambda: compiled(x))[1] for _ in range(steady_runs + 1)]
+    return {"trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s, "first_run_s": runs[0],
+            "steady_run_s": runs[1:]}
+
+
+def one_timing_for_two_stages(jitted, x, steady_runs=20):
+    """Times trace and lower together and reports that one timing for both stages."""
+    found = time_stages(jitted, x, steady_runs)
+    return {**found, "trace_s": found["trace_s"] + found["lower_s"], "lower_s": found["trace_s"] + found["lower_s"]}
+
+
 def never_compiles(jitted, x, steady_runs=20):
     return {"trace_s": 1e-4, "lower_s": 1e-4, "compile_s": 1e-4, "first_run_s": 1e-4,
             "steady_run_s": [1e-5] * steady_runs}
@@ -98,6 +125,9 @@ def test_time_stages_written_honestly_passes(honest):
     (never_compiles, r"never called jitted.trace\(x\)"),
     (invented_plausibly, "shorter than"),
     (feeds_the_listener, r"never called jitted.trace\(x\)"),
+    (warm_first_run, "Was it run before the run you timed"),
+    (runs_not_waited_for, "first run was never waited for"),
+    (one_timing_for_two_stages, "add up to"),
 ])
 def test_time_stages_not_measured_fails_with_what_was_found(wrong, message):
     with pytest.raises(AssertionError, match=message):
