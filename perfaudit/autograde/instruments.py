@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from perfaudit.autograde import protocol
 from perfaudit.checks.held import HeldResult
 from perfaudit.kernelside import in_student_process
 
@@ -96,23 +97,23 @@ class GraderJit:
         received = time.perf_counter() if received is None else received
         kind, *rest = str(message).split(" ")
         rest = rest[1:]  # the jit's own number, by which the channel found this one
-        if kind == "perfaudit-jit" and len(self.functions) < MAX_FUNCTIONS:
+        if kind == protocol.ASK_JIT and len(self.functions) < MAX_FUNCTIONS:
             self.functions.append(FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
                                                                      replace=False).tolist())))
             return str(len(self.functions) - 1)
         record = self._record(rest[:1])
         if record is None:
             return ""
-        if kind in ("perfaudit-call", "perfaudit-ready"):
+        if kind in (protocol.ASK_CALL, protocol.ASK_READY):
             record.counts.append((len(record.calls), record.traces))
-        if kind == "perfaudit-call" and len(rest) >= 3:
+        if kind == protocol.ASK_CALL and len(rest) >= 3:
             return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
-        if kind == "perfaudit-traced":
+        if kind == protocol.ASK_TRACED:
             record.traces += 1
-        elif kind == "perfaudit-stage" and len(rest) >= 2 and rest[1] in STAGES:
+        elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
             time.sleep(self._uniform(STAGE_HOLD_S))
             record.stages.append((rest[1], time.perf_counter() - received))
-        elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
+        elif kind == protocol.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
                 if call.probe:
@@ -211,12 +212,12 @@ def make_jit(number, ask):
     functions = _registry.setdefault(number, [])
 
     def jit(fn, **_options):  # options such as donate_argnums change nothing a measurement of this workload sees
-        index = int(ask(f"perfaudit-jit {number}") or len(functions))
+        index = int(ask(f"{protocol.ASK_JIT} {number}") or len(functions))
         functions.append(fn)
         salts = [0]
 
         def traced(x, salt):
-            ask(f"perfaudit-traced {number} {index}")
+            ask(f"{protocol.ASK_TRACED} {number} {index}")
             return fn(x)
 
         traced.__name__ = getattr(fn, "__name__", "audited")
@@ -227,21 +228,21 @@ def make_jit(number, ask):
                 return inner(x, salts[-1])
             shape = "x".join(str(n) for n in np.shape(x))
             dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
-            answer = ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}")
+            answer = ask(f"{protocol.ASK_CALL} {number} {index} {shape or '-'} {dtype}")
             call, salt, seed = (answer + " 0 0 0").split(" ")[:3]  # seed: a first call's question, 0 for none
             salts.append(int(salt) if salt.isdigit() else 0)
             result, salt = inner(x, salts[-1]), salts[-1]
 
             def ready():
                 probed = _probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else ""
-                ask(f"perfaudit-ready {number} {index} {call}{probed}")
+                ask(f"{protocol.ASK_READY} {number} {index} {call}{probed}")
 
             return HeldResult(result, ready)
 
         # The ahead-of-time API of a jitted function, at the static argument of the latest call; the grader holds
         # each stage once JAX has done it.
         audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace", lambda stage: ask(
-            f"perfaudit-stage {number} {index} {stage}"))
+            f"{protocol.ASK_STAGE} {number} {index} {stage}"))
         audited.lower = lambda x: audited.trace(x).lower()
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
         audited.__name__, audited.__wrapped__ = traced.__name__, fn

@@ -1,0 +1,286 @@
+"""The wire protocol between the grader and the student's kernel, both sides as they are, no kernel: each value
+crosses and comes back the same, and hostile answers are refused before the grader writes anything."""
+
+import base64
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfaudit.autograde import agent, protocol
+from perfaudit.autograde.channel import Exchange, RemoteRef, StudentError
+from perfaudit.autograde.instruments import GraderJit
+from perfaudit.checks.held import SlowFunction
+
+
+def kernel_answers(value, dirs=()):
+    """What the kernel's side replies for value, as the grader receives it (base64 JSON, unpacked)."""
+    return protocol.unpack(protocol.pack(protocol.reply(agent.encode(value), [agent.snapshot(d) for d in dirs])))
+
+
+def to_kernel(exchange, value, mirrors=None):
+    """value as the grader sends it, decoded by the kernel's side."""
+    sent = exchange.encode(value, [] if mirrors is None else mirrors)
+    return agent._decode(protocol.unpack(protocol.pack({"v": sent}))["v"], [])
+
+
+def answer(value):
+    return {"ok": True, "value": value, "dirs": []}
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def path_value(files, kind="dir", name="evidence"):
+    return {"$": "path", "kind": kind, "name": name, "files": {n: b64(d) for n, d in files.items()}}
+
+
+@pytest.fixture(autouse=True)
+def in_a_folder_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the kernel's side makes the folders the grader sends in its working folder
+
+
+@pytest.fixture
+def exchange(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    return Exchange(scratch)
+
+
+def written(exchange):
+    return sorted(str(p.relative_to(exchange.scratch)) for p in exchange.scratch.rglob("*"))
+
+
+# --- round trips ---
+
+
+PLAIN = [None, True, 0, -7, 2**70, 1.5, "", "text é", [1, [2, "x"]], {"a": 1, "2": [None]}, {1: "one", None: 2.5}]
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=repr)
+def test_plain_data_comes_back_the_same_both_ways(exchange, value):
+    assert exchange.answer(kernel_answers(value), []) == value
+    assert to_kernel(exchange, value) == value
+
+
+def test_a_tuple_reaches_the_kernel_as_a_tuple_and_comes_back_as_a_list(exchange):
+    assert to_kernel(exchange, (1, (2, "x"))) == (1, (2, "x"))
+    assert exchange.answer(kernel_answers((1, (2, "x"))), []) == [1, [2, "x"]]
+
+
+@pytest.mark.parametrize("dtype", sorted(protocol.ARRAY_DTYPES))
+def test_an_array_of_every_dtype_comes_back_with_its_dtype_shape_and_bytes(exchange, dtype):
+    import ml_dtypes
+
+    array = (np.arange(24) % 2).astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype).reshape(2, 3, 4)
+    for back in (exchange.answer(kernel_answers(array), []), to_kernel(exchange, array)):
+        assert str(back.dtype) == dtype and back.shape == (2, 3, 4) and back.tobytes() == array.tobytes()
+        assert back.flags.writeable  # a copy of its own, not a view of the message
+
+
+def test_a_jax_array_reaches_the_kernel_as_a_jax_array():
+    import jax
+
+    sent = Exchange(Path("/nonexistent")).encode(jax.numpy.ones((2, 2)), [])
+    assert sent["jax"] is True
+    assert isinstance(agent._decode(sent, []), jax.Array)
+
+
+def test_an_object_crosses_as_a_reference_that_the_kernel_finds_again(exchange):
+    class Thing:
+        pass
+
+    thing = Thing()
+    ref = exchange.answer(kernel_answers(thing), [])
+    assert isinstance(ref, RemoteRef) and repr(ref) == "<the student's Thing>"
+    assert to_kernel(exchange, ref) is thing
+    function = exchange.answer(kernel_answers(len), [])
+    assert function._callable and not ref._callable
+
+
+def test_a_reference_from_another_kernel_is_not_sent(exchange, tmp_path):
+    other = Exchange(tmp_path, channel=object())
+    ref = other.answer(kernel_answers(object()), [])
+    with pytest.raises(ValueError, match="another kernel"):
+        exchange.encode(ref, [])
+
+
+def test_a_folder_comes_back_as_its_regular_files_in_a_folder_of_the_graders(exchange, tmp_path):
+    folder = tmp_path / "evidence"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "report.json").write_text("{}")
+    (folder / "sub" / "a.txt").write_bytes(b"\0\1")
+    (folder / "link").symlink_to(folder / "report.json")
+    back = exchange.answer(kernel_answers(folder), [])
+    assert back.parent == exchange.scratch
+    assert sorted(str(p.relative_to(back)) for p in back.rglob("*")) == ["report.json", "sub", "sub/a.txt"]
+    assert (back / "sub" / "a.txt").read_bytes() == b"\0\1"
+
+
+def test_a_file_and_a_missing_path_come_back_as_paths_of_that_name(exchange, tmp_path):
+    (tmp_path / "report.json").write_text('{"a": 1}')
+    back = exchange.answer(kernel_answers([tmp_path / "report.json", tmp_path / "gone.json"]), [])
+    assert back[0].name == "report.json" and back[0].read_text() == '{"a": 1}'
+    assert back[1].name == "gone.json" and not back[1].exists()
+
+
+def test_a_test_folder_crosses_with_its_files_and_comes_back_as_the_kernel_left_it(exchange, tmp_path):
+    grader_folder = exchange.scratch / "read-back-0"
+    grader_folder.mkdir()
+    (grader_folder / "report.json").write_text("given")
+    mirrors, dirs = [], []
+    sent = exchange.encode(grader_folder, mirrors)
+    kernel_folder = agent._decode(protocol.unpack(protocol.pack(sent)), dirs)
+    assert mirrors == [grader_folder] and dirs == [kernel_folder] and kernel_folder != grader_folder
+    assert (kernel_folder / "report.json").read_text() == "given"
+    (kernel_folder / "report.json").unlink()
+    (kernel_folder / "new.txt").write_text("written by the student's code")
+    assert exchange.answer(kernel_answers(None, dirs), mirrors) is None
+    assert sorted(p.name for p in grader_folder.iterdir()) == ["new.txt"]
+
+
+def test_a_folder_the_grader_did_not_make_is_never_sent(exchange, tmp_path):
+    with pytest.raises(ValueError, match="only folders made by checks.new_folder"):
+        exchange.encode(tmp_path, [])
+
+
+def test_a_slow_function_is_one_function_in_the_kernel_however_often_it_is_sent(exchange):
+    slow = SlowFunction([0.01])
+    first, again = to_kernel(exchange, slow), to_kernel(exchange, [slow])[0]
+    assert callable(first) and first is again
+    assert exchange.slow == {1: slow}
+
+
+def test_the_graders_jit_is_numbered_for_the_prompts_that_come_back(exchange):
+    jit = GraderJit(np.random.default_rng(0))
+    assert exchange.encode(jit, []) == {"$": protocol.SLOWJIT, "id": 1}
+    assert exchange.slow[1] is jit and jit.number == 1
+
+
+def test_prompts_are_read_whatever_the_kernel_writes():
+    assert protocol.read_prompt(protocol.prompt(protocol.ASK_CALL, 3, "16x16", "float32")) == \
+        (protocol.ASK_CALL, 3, ["16x16", "float32"])
+    assert protocol.read_prompt("perfaudit-ready ²") == ("perfaudit-ready", None, [])  # a digit int() refuses
+    assert protocol.read_prompt("x" * 1000)[0] == "x" * protocol.MAX_PROMPT_CHARS
+
+
+def test_requests_and_errors_cross_as_the_kernel_handles_them():
+    expression = protocol.request_expression({"op": protocol.LOOKUP, "name": "x"})
+    assert expression.startswith(f"__import__('{protocol.AGENT}'")
+    reply = protocol.unpack(agent.handle(protocol.pack({"op": "nonsense"})))
+    assert reply == {"ok": False, "error": {"type": "ValueError", "message": "unknown request 'nonsense'"}}
+
+
+def test_the_protocol_imports_nothing_heavy_into_the_kernel():
+    import subprocess
+
+    code = "import sys, perfaudit.autograde.agent; print(sorted({'numpy', 'jax', 'json'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+# --- hostile answers ---
+
+
+def refused(exchange, reply, match, mirrors=()):
+    with pytest.raises(StudentError, match=match):
+        exchange.answer(reply, list(mirrors))
+    assert written(exchange) == []  # nothing of a refused answer is written
+
+
+def nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = {"$": "list", "v": [value]}
+    return value
+
+
+def test_a_value_nested_too_deep_is_refused(exchange):
+    assert exchange.answer(answer(nested(protocol.MAX_DEPTH)), []) is not None
+    refused(exchange, answer(nested(protocol.MAX_DEPTH + 1)), "nested more than 32")
+
+
+@pytest.mark.parametrize("value, match", [
+    ({"$": "pickle", "data": ""}, "unknown tag 'pickle'"),
+    ({"v": []}, "not plain data"),
+    ({"$": "list", "v": "abc"}, "not plain data"),
+    ({"$": "dict", "v": [[{"$": "list", "v": []}, 1]]}, "keys are not plain data"),
+    ({"$": "dict", "v": [[1]]}, "not plain data"),
+    ({"$": "ref", "id": "1"}, "not plain data"),
+    ({"$": "dirarg", "files": {}}, "unknown tag 'dirarg'"),  # the grader's own tags never come back
+    ({"$": "slow", "id": 1}, "unknown tag 'slow'"),
+])
+def test_an_unknown_or_malformed_value_is_refused(exchange, value, match):
+    refused(exchange, answer(value), match)
+
+
+def array(dtype="float32", shape=(2, 2), data=bytes(16)):
+    return {"$": "array", "dtype": dtype, "shape": list(shape), "data": b64(data)}
+
+
+@pytest.mark.parametrize("value, match", [
+    (array("object"), "dtype 'object'"),
+    (array("complex64"), "dtype 'complex64'"),
+    (array("float32", data=bytes(15)), "bytes do not match"),
+    (array("float32", data=bytes(17)), "bytes do not match"),
+    (array("float64"), "bytes do not match"),  # 16 bytes are 4 float32 but 2 float64
+    (array("float32", shape=(2**30, 2**30)), "bytes do not match"),
+    (array("float32", shape=(-1, 4)), "shape"),
+    (array("float32", shape=(1,) * 9, data=bytes(4)), "shape"),
+    (array("float32", shape=(True, 4), data=bytes(16)), "shape"),
+    ({**array(), "data": "not base64!"}, "bytes do not match|not base64"),
+    ({**array(), "data": "=" * 24}, "not base64"),
+])
+def test_an_array_whose_dtype_shape_or_bytes_are_wrong_is_refused(exchange, value, match):
+    refused(exchange, answer(value), match)
+
+
+@pytest.mark.parametrize("name", ["../escaped.txt", "a/../../escaped.txt", "/tmp/escaped.txt", "a//b", "./a", "",
+                                  "a/", "nul\0.txt", "x" * 256, "\udcff.txt"])
+def test_a_file_name_outside_its_folder_is_refused_and_nothing_written(exchange, name):
+    refused(exchange, answer(path_value({"report.json": b"{}", name: b"x"})), "file name outside its folder")
+
+
+def test_a_file_answer_must_be_one_plain_file(exchange):
+    refused(exchange, answer(path_value({"a": b"1", "b": b"2"}, kind="file")), "not one file")
+    refused(exchange, answer(path_value({"a/b": b"1"}, kind="file")), "outside its folder")
+    refused(exchange, answer(path_value({"a": b"1"}, kind="missing")), "not one file")
+    refused(exchange, answer(path_value({}, kind="socket")), "not a folder")
+
+
+def test_a_file_that_is_also_a_folder_is_refused(exchange):
+    refused(exchange, answer(path_value({"a": b"1", "a/b": b"2"})), "a file and a folder of the same name")
+
+
+def test_too_many_files_in_a_folder_are_refused(exchange):
+    files = {f"f{i}": b"" for i in range(protocol.MAX_FILES + 1)}
+    refused(exchange, answer(path_value(files)), f"more than {protocol.MAX_FILES} files")
+
+
+def test_a_file_or_folder_larger_than_the_grader_reads_is_refused(exchange):
+    refused(exchange, answer(path_value({"big": bytes(protocol.MAX_FILE_BYTES + 1)})), "a file larger")
+    half = bytes(protocol.MAX_SNAPSHOT_BYTES // 2)
+    refused(exchange, answer(path_value({"a": half, "b": half, "c": b"1234"})), "a folder larger")
+
+
+def test_too_many_folders_in_one_answer_are_refused(exchange):
+    paths = [path_value({}, kind="missing")] * (protocol.MAX_PATHS + 1)
+    refused(exchange, answer({"$": "list", "v": paths}), f"more than {protocol.MAX_PATHS} folders")
+
+
+def test_an_answer_without_the_folders_it_was_given_is_refused(exchange):
+    folder = exchange.scratch / "read-back-0"
+    folder.mkdir()
+    with pytest.raises(StudentError, match="does not hold the folders"):
+        exchange.answer(answer(None), [folder])
+    assert folder.exists()  # left as it was
+
+
+def test_the_kernel_skips_what_the_grader_would_refuse(tmp_path):
+    (tmp_path / "big").write_bytes(bytes(protocol.MAX_FILE_BYTES + 1))
+    (tmp_path / "bad\udcff").write_bytes(b"x")
+    (tmp_path / "report.json").write_text("{}")
+    sent = agent.snapshot(tmp_path)
+    assert list(sent["files"]) == ["report.json"]
+    protocol.Snapshot(sent)  # accepted whole
