@@ -16,6 +16,7 @@ traces the student's function again.
 
 import ast
 import asyncio
+import math
 import shutil
 import threading
 import time
@@ -110,6 +111,7 @@ class KernelChannel:
     def start_test(self, timeout):
         """Every request of the next test shares these seconds: a kernel that answers slowly cannot multiply them."""
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
+        self.exchange.timeout, self.exchange.deadline = self.timeout, self.deadline
 
     # --- one request ---
 
@@ -121,6 +123,7 @@ class KernelChannel:
             request = {**request, "args": [self.exchange.encode(a, mirrors) for a in args],
                        "kwargs": {str(k): self.exchange.encode(v, mirrors) for k, v in (kwargs or {}).items()}}
         reply = self._round_trip(protocol.request_expression(request))
+        self.exchange.on_time()
         if not reply.get("ok"):
             error = reply.get("error") or {}
             raise StudentError(_text(error.get("type"), protocol.MAX_TYPE_CHARS),
@@ -206,11 +209,19 @@ class Exchange:
     answers back, each decoded and checked whole before any folder of it is written (the kernel is the student's
     process: its answers are hostile input)."""
 
-    def __init__(self, scratch, channel=None):
+    def __init__(self, scratch, channel=None, clock=time.monotonic):
         self.scratch = Path(scratch)  # the grader's folder for folders read back from the kernel
         self.channel = channel  # the one whose references may be sent back
         self.slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
         self.folders = 0  # read back so far
+        self.kept_bytes = self.kept_entries = 0  # written so far, all kept until the notebook ends
+        self.clock, self.deadline, self.timeout = clock, math.inf, 0  # the running test's (start_test)
+
+    def on_time(self):
+        """Raise Timeout once the running test's time is up: an answer is read within it, like any other work."""
+        if self.clock() > self.deadline:
+            raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s (the grader was still "
+                                     "reading what your code answered)")
 
     # --- values out ---
 
@@ -262,7 +273,7 @@ class Exchange:
             dirs = reply.get("dirs") or []
             if not isinstance(dirs, list) or len(dirs) != len(mirrors):
                 raise protocol.WireError("the kernel's answer does not hold the folders it was given")
-            written = [(local, protocol.Snapshot(sent)) for local, sent in zip(mirrors, dirs)]
+            written = [(local, protocol.Snapshot(sent, self.on_time)) for local, sent in zip(mirrors, dirs)]
             paths = []
 
             def other(tag, value, depth):
@@ -275,21 +286,33 @@ class Exchange:
                     paths.append(tag)
                     if len(paths) > protocol.MAX_PATHS:
                         raise protocol.WireError(f"an answer with more than {protocol.MAX_PATHS} folders in it")
-                    sent = protocol.Snapshot(value)
+                    sent = protocol.Snapshot(value, self.on_time)
                     self.folders += 1
                     local = self.scratch / f"read-back-{self.folders}"
                     written.append((local, sent))
                     return sent.path_in(local)
                 raise protocol.WireError(f"an answer with an unknown tag {tag!r:.40}")
 
-            value = protocol.decode(reply.get("value"), other)
+            value = protocol.decode(reply.get("value"), other, self.on_time)
         except protocol.WireError as error:
             raise StudentError("ValueError", str(error)) from None
+        self._keep(sum(sent.size for _, sent in written), sum(sent.entries for _, sent in written))
         for local, sent in written:
             if local.exists():  # a test folder handed to the kernel: its contents as the kernel left them
                 shutil.rmtree(local)
             sent.write(local)
         return value
+
+
+    def _keep(self, size, entries):
+        """Count what an answer makes the grader write, refused whole past the notebook's budget."""
+        if self.kept_bytes + size > protocol.MAX_NOTEBOOK_BYTES or \
+                self.kept_entries + entries > protocol.MAX_NOTEBOOK_ENTRIES:
+            raise StudentError("ValueError", f"your code's answers in this notebook hold more files than the grader "
+                                             f"keeps for one notebook ({protocol.MAX_NOTEBOOK_BYTES // 2**20} MiB, "
+                                             f"{protocol.MAX_NOTEBOOK_ENTRIES} files and folders in all)")
+        self.kept_bytes += size
+        self.kept_entries += entries
 
 
 def _read_reply(msg):

@@ -43,8 +43,13 @@ ARRAY_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "u
 MAX_ARRAY_DIMS = 8
 MAX_PATHS = 16  # folders and files one answer may hold (an evidence folder, a file or two)
 MAX_FILES = 1024  # files in one folder sent
+MAX_NAME_PARTS = 8  # a file in a folder sent lies at most 7 folders down
+MAX_FOLDERS = 64  # folders in one folder sent
 MAX_FILE_BYTES = 16 * 2**20  # one file sent; a larger one is left out (a profile written beside the evidence)
 MAX_SNAPSHOT_BYTES = 32 * 2**20  # one folder sent: its base64, twice over, fits in MAX_REPLY_CHARS
+# What the grader writes of all the answers of one notebook (they are kept until the notebook ends)
+MAX_NOTEBOOK_BYTES = 64 * 2**20
+MAX_NOTEBOOK_ENTRIES = 4096  # files and folders
 MAX_ERROR_CHARS, MAX_TYPE_CHARS = 2000, 100
 
 
@@ -142,10 +147,12 @@ def _bfloat16():
 
 def name_parts(name):
     """The parts of a relative file name the protocol carries ('a/b.txt'), or None: absolute names, '..', '.',
-    empty parts, NUL and names a file system cannot hold are not carried."""
+    empty parts, NUL, more than MAX_NAME_PARTS parts and names a file system cannot hold are not carried."""
     if not isinstance(name, str) or not name:
         return None
-    parts = tuple(name.split("/"))
+    parts = tuple(name.split("/", MAX_NAME_PARTS))
+    if len(parts) > MAX_NAME_PARTS:
+        return None
     for part in parts:
         if part in ("", ".", "..") or "\0" in part:
             return None
@@ -160,8 +167,8 @@ def name_parts(name):
 def snapshot(path):
     """A folder's regular files (or one file) as a path value; links and special files are left out.
 
-    Top-level files first, then each folder's, shallowest first; a file over MAX_FILE_BYTES is left out, and files
-    stop at MAX_FILES or MAX_SNAPSHOT_BYTES in all.
+    Top-level files first, then each folder's, shallowest first; a file over MAX_FILE_BYTES is left out, and so is
+    what the grader would refuse: files past MAX_FILES, MAX_SNAPSHOT_BYTES, MAX_FOLDERS or MAX_NAME_PARTS deep.
     """
     import os
     import pathlib
@@ -175,15 +182,19 @@ def snapshot(path):
         return {TAG: PATH, "kind": "missing", "name": name, "files": {}}
     found = []
     for root, dirs, names in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        deep = os.path.relpath(root, path).count(os.sep) + (root != str(path)) >= MAX_NAME_PARTS - 1
+        dirs[:] = [] if deep else sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
         found += [os.path.join(root, n) for n in sorted(names)]
     found.sort(key=lambda f: (os.path.relpath(f, path).count(os.sep), f))
-    files, total = {}, 0
+    files, folders, total = {}, set(), 0
     for full in found:
         if len(files) >= MAX_FILES:
             break
         relative = os.path.relpath(full, path)
-        if os.path.islink(full) or not os.path.isfile(full) or name_parts(relative) is None:
+        parts = name_parts(relative)
+        if os.path.islink(full) or not os.path.isfile(full) or parts is None:
+            continue
+        if len(folders | _folders_of(parts)) > MAX_FOLDERS:
             continue
         if os.path.getsize(full) > MAX_FILE_BYTES:
             continue
@@ -192,14 +203,16 @@ def snapshot(path):
         if total + len(content) > MAX_SNAPSHOT_BYTES:
             continue
         total += len(content)
+        folders |= _folders_of(parts)
         files[relative] = _b64(content)
     return {TAG: PATH, "kind": "dir", "name": name, "files": files}
 
 
 class Snapshot:
-    """A folder or file the other side sent, checked whole (names, counts, sizes) and decoded, not yet written."""
+    """A folder or file the other side sent, checked whole (names, counts, sizes) and decoded, not yet written.
+    tick() is called before each file is decoded and written (the grader checks its deadline there)."""
 
-    def __init__(self, value):
+    def __init__(self, value, tick=None):
         if not isinstance(value, dict) or not isinstance(value.get("files"), dict):
             raise WireError("a folder answer that is not a folder")
         self.kind, sent = value.get("kind", "dir"), value["files"]
@@ -209,8 +222,10 @@ class Snapshot:
             raise WireError(f"more than {MAX_FILES} files in a folder")
         if len(sent) != {"dir": len(sent), "file": 1, "missing": 0}[self.kind]:
             raise WireError("a file answer that is not one file")
-        self.files, self.size = {}, 0
+        self.files, self.size, self.tick = {}, 0, tick
         for name, data in sent.items():
+            if tick is not None:
+                tick()
             parts = name_parts(name)
             if parts is None or (self.kind == "file" and len(parts) != 1):
                 raise WireError(f"a file name outside its folder: {str(name)[:80]!r}")
@@ -224,23 +239,30 @@ class Snapshot:
             self.size += len(content)
             if self.size > MAX_SNAPSHOT_BYTES:
                 raise WireError(f"a folder larger than the grader reads ({MAX_SNAPSHOT_BYTES // 2**20} MiB)")
-        self.folders = {parts[:i] for parts in self.files for i in range(1, len(parts))}
+        self.folders = set().union(*map(_folders_of, self.files))
+        if len(self.folders) > MAX_FOLDERS:
+            raise WireError(f"more than {MAX_FOLDERS} folders in a folder")
         if any(parts in self.folders for parts in self.files):
             raise WireError("a file and a folder of the same name")
         name = value.get("name")
         self.name = next(iter(self.files))[0] if self.kind == "file" else \
             name if isinstance(name, str) and name_parts(name) is not None and "/" not in name else "file"
 
+    @property
+    def entries(self):
+        """The files and folders writing it makes."""
+        return 1 + len(self.files) + len(self.folders)
+
     def path_in(self, folder):
         """Where the snapshot is, written into folder: the folder itself, or the file's path in it."""
         return folder if self.kind == "dir" else folder / self.name
 
-    def write(self, folder, tick=None):
-        """Write the files into folder, made now (tick() before each: the grader checks its deadline there)."""
+    def write(self, folder):
+        """Write the files into folder, made now."""
         folder.mkdir(parents=True, exist_ok=True)
         for parts, content in self.files.items():
-            if tick is not None:
-                tick()
+            if self.tick is not None:
+                self.tick()
             target = folder.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
@@ -296,6 +318,11 @@ def read_prompt(text):
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
+
+
+def _folders_of(parts):
+    """The folders a file's name makes: ('a', 'b', 'c.txt') makes ('a',) and ('a', 'b')."""
+    return {parts[:i] for i in range(1, len(parts))}
 
 
 def _b64(data):
