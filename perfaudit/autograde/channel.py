@@ -310,7 +310,9 @@ class Exchange:
                 self.kept_entries + entries > protocol.MAX_NOTEBOOK_ENTRIES:
             raise StudentError("ValueError", f"your code's answers in this notebook hold more files than the grader "
                                              f"keeps for one notebook ({protocol.MAX_NOTEBOOK_BYTES // 2**20} MiB, "
-                                             f"{protocol.MAX_NOTEBOOK_ENTRIES} files and folders in all)")
+                                             f"{protocol.MAX_NOTEBOOK_ENTRIES} files and folders in all). Of an "
+                                             f"evidence folder the grader reads only report.json and the files it "
+                                             f"names; keep other folders your functions return small.")
         self.kept_bytes += size
         self.kept_entries += entries
 

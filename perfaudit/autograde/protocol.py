@@ -167,8 +167,11 @@ def name_parts(name):
 def snapshot(path):
     """A folder's regular files (or one file) as a path value; links and special files are left out.
 
-    Top-level files first, then each folder's, shallowest first; a file over MAX_FILE_BYTES is left out, and so is
-    what the grader would refuse: files past MAX_FILES, MAX_SNAPSHOT_BYTES, MAX_FOLDERS or MAX_NAME_PARTS deep.
+    An evidence folder (one that holds report.json) sends report.json and the files its artifacts name, in that
+    order, and nothing else: the only files the checks read, so that nothing written beside them can crowd them
+    out or use up what the grader keeps of a notebook. Another folder sends its top-level files first, then each
+    folder's, shallowest first. A file over MAX_FILE_BYTES is left out, and so is what the grader would refuse:
+    files past MAX_FILES, MAX_SNAPSHOT_BYTES, MAX_FOLDERS or MAX_NAME_PARTS deep.
     """
     import os
     import pathlib
@@ -180,14 +183,8 @@ def snapshot(path):
             return {TAG: PATH, "kind": "file", "name": name, "files": {name: _b64(handle.read(MAX_FILE_BYTES))}}
     if not path.is_dir():
         return {TAG: PATH, "kind": "missing", "name": name, "files": {}}
-    found = []
-    for root, dirs, names in os.walk(path):
-        deep = os.path.relpath(root, path).count(os.sep) + (root != str(path)) >= MAX_NAME_PARTS - 1
-        dirs[:] = [] if deep else sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
-        found += [os.path.join(root, n) for n in sorted(names)]
-    found.sort(key=lambda f: (os.path.relpath(f, path).count(os.sep), f))
     files, folders, total = {}, set(), 0
-    for full in found:
+    for full in _in_order(path):
         if len(files) >= MAX_FILES:
             break
         relative = os.path.relpath(full, path)
@@ -206,6 +203,43 @@ def snapshot(path):
         folders |= _folders_of(parts)
         files[relative] = _b64(content)
     return {TAG: PATH, "kind": "dir", "name": name, "files": files}
+
+
+def _in_order(folder):
+    """The files of folder that snapshot() may send, in the order it sends them."""
+    import os
+
+    evidence = evidence_names(folder)
+    if evidence is not None:
+        return [os.path.join(folder, name) for name in evidence]
+    found = []
+    for root, dirs, names in os.walk(folder):
+        deep = os.path.relpath(root, folder).count(os.sep) + (root != str(folder)) >= MAX_NAME_PARTS - 1
+        dirs[:] = [] if deep else sorted(d for d in dirs if not os.path.islink(os.path.join(root, d)))
+        found += [os.path.join(root, n) for n in sorted(names)]
+    return sorted(found, key=lambda f: (os.path.relpath(f, folder).count(os.sep), f))
+
+
+EVIDENCE_REPORT = "report.json"
+
+
+def evidence_names(folder):
+    """report.json and the plain file names its "artifacts" give, in that order, where folder holds a report.json:
+    the files of an evidence folder the checks read (perfaudit/checks/evidence.py); None for another folder."""
+    import json
+    import os
+
+    report = os.path.join(folder, EVIDENCE_REPORT)
+    if os.path.islink(report) or not os.path.isfile(report):
+        return None
+    try:
+        with open(report, "rb") as handle:
+            artifacts = json.loads(handle.read(MAX_FILE_BYTES)).get("artifacts")
+    except (ValueError, AttributeError, RecursionError):  # not a JSON object: the checks read it, and fail
+        artifacts = None
+    named = artifacts.values() if isinstance(artifacts, dict) else ()
+    plain = [n for n in named if isinstance(n, str) and "/" not in n and name_parts(n) is not None]
+    return list(dict.fromkeys([EVIDENCE_REPORT, *plain]))
 
 
 class Snapshot:

@@ -2,6 +2,7 @@
 crosses and comes back the same, and hostile answers are refused before the grader writes anything."""
 
 import base64
+import json
 import sys
 from pathlib import Path
 
@@ -108,14 +109,14 @@ def test_a_reference_from_another_kernel_is_not_sent(exchange, tmp_path):
 
 
 def test_a_folder_comes_back_as_its_regular_files_in_a_folder_of_the_graders(exchange, tmp_path):
-    folder = tmp_path / "evidence"
+    folder = tmp_path / "results"
     (folder / "sub").mkdir(parents=True)
-    (folder / "report.json").write_text("{}")
+    (folder / "notes.txt").write_text("{}")
     (folder / "sub" / "a.txt").write_bytes(b"\0\1")
-    (folder / "link").symlink_to(folder / "report.json")
+    (folder / "link").symlink_to(folder / "notes.txt")
     back = exchange.answer(kernel_answers(folder), [])
     assert back.parent == exchange.scratch
-    assert sorted(str(p.relative_to(back)) for p in back.rglob("*")) == ["report.json", "sub", "sub/a.txt"]
+    assert sorted(str(p.relative_to(back)) for p in back.rglob("*")) == ["notes.txt", "sub", "sub/a.txt"]
     assert (back / "sub" / "a.txt").read_bytes() == b"\0\1"
 
 
@@ -381,3 +382,60 @@ def test_the_kernel_sends_no_deeper_or_wider_a_folder_than_the_grader_writes(tmp
     sent_deep, sent_wide = protocol.Snapshot(agent.snapshot(deep)), protocol.Snapshot(agent.snapshot(wide))
     assert sorted(len(parts) for parts in sent_deep.files) == list(range(1, protocol.MAX_NAME_PARTS + 1))
     assert len(sent_wide.folders) == len(sent_wide.files) == protocol.MAX_FOLDERS
+
+
+# --- the evidence first, whatever else is beside it ---
+
+
+def write_report(folder, artifacts):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps({"timings": {}, "artifacts": artifacts}))
+    for name in artifacts.values():
+        if isinstance(name, str) and "/" not in name and name not in ("", ".", ".."):
+            (folder / name).write_text(f"the {name} the report names")
+
+
+def test_an_evidence_folder_sends_its_report_and_artifacts_whatever_is_written_beside_them(exchange, tmp_path):
+    folder = tmp_path / "evidence"
+    write_report(folder, {"jaxpr": "workload.jaxpr.txt", "stablehlo": "workload.stablehlo.txt"})
+    for name in ("a.bin", "b.bin"):  # sorted before report.json, 32 MiB together: the whole budget of one folder
+        (folder / name).write_bytes(bytes(protocol.MAX_FILE_BYTES))
+    (folder / "0-profiles").mkdir()
+    (folder / "0-profiles" / "trace.json").write_text("{}")
+    assert list(agent.snapshot(folder)["files"]) == ["report.json", "workload.jaxpr.txt", "workload.stablehlo.txt"]
+    back = exchange.answer(kernel_answers(folder), [])
+    assert json.loads((back / "report.json").read_text())["artifacts"]["jaxpr"] == "workload.jaxpr.txt"
+    assert (back / "workload.stablehlo.txt").read_text() == "the workload.stablehlo.txt the report names"
+
+
+def test_a_file_beside_the_evidence_never_uses_up_what_the_grader_keeps_of_a_notebook(exchange, tmp_path):
+    folder = tmp_path / "evidence"
+    write_report(folder, {"jaxpr": "workload.jaxpr.txt"})
+    (folder / "profile.bin").write_bytes(bytes(protocol.MAX_FILE_BYTES - 1))  # kept with the evidence
+    for _ in range(2 * protocol.MAX_NOTEBOOK_BYTES // protocol.MAX_FILE_BYTES):  # more reads than a notebook's tests make
+        back = exchange.answer(kernel_answers(folder), [])
+        assert (back / "report.json").is_file() and not (back / "profile.bin").exists()
+
+
+@pytest.mark.parametrize("report, sent", [
+    ("not JSON", ["report.json"]),
+    ('["a list"]', ["report.json"]),
+    ('{"artifacts": ["workload.jaxpr.txt"]}', ["report.json"]),
+    ('{"artifacts": {"jaxpr": "../escaped", "a": "sub/x", "b": 3, "c": "report.json", "d": "kept.txt"}}',
+     ["report.json", "kept.txt"]),
+])
+def test_a_report_that_names_no_plain_artifact_is_sent_alone(tmp_path, report, sent):
+    (tmp_path / "sub").mkdir()
+    for name in ("workload.jaxpr.txt", "kept.txt", "sub/x", "other.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "report.json").write_text(report)
+    assert list(agent.snapshot(tmp_path)["files"]) == sent
+
+
+def test_an_artifact_that_is_missing_or_a_link_is_not_sent(tmp_path):
+    write_report(tmp_path, {"jaxpr": "workload.jaxpr.txt", "stablehlo": "gone.txt", "x": "link.txt"})
+    (tmp_path / "a-beside.txt").write_text("not named by the report")
+    (tmp_path / "gone.txt").unlink()
+    (tmp_path / "link.txt").unlink()
+    (tmp_path / "link.txt").symlink_to(tmp_path / "workload.jaxpr.txt")
+    assert list(agent.snapshot(tmp_path)["files"]) == ["report.json", "workload.jaxpr.txt"]
