@@ -10,6 +10,7 @@ limits.py      SandboxLimits: the one Configurable for a submission's limits
 memory.py      all of a submission's processes within one memory limit (a cgroup, or a watchdog)
 channel.py     the grader's side of the channel to the kernel: plain data, checked on arrival
 agent.py       the kernel's side: answers the grader's questions about the student's objects
+protocol.py    what crosses between the two: requests, tagged values, folders, prompts, and every limit
 verdicts.py    a test cell run in the grader, its outputs made by the grader, its names from source/
 instruments.py the grader's jit: calls timed by the grader's clock, per function, output and JAXPR read back
 made_up.py     evidence made up at grading time for hidden tests, and the folders made for them

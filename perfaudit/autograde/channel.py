@@ -1,24 +1,23 @@
 """The grader's side of the channel to a student's kernel: questions out, plain data back, checked on arrival.
 
-Each request is one silent execute_request whose only content is a user expression calling
-perfaudit.autograde.agent.handle(<base64 JSON>); nothing is stored in the kernel's history. The reply is read from
-the execute_reply on the shell channel (never from what the kernel printed) and decoded strictly: known tags
-only, finite sizes, arrays of numeric dtypes, directories materialised into a folder of the grader's own.
-What comes back is the student's claim, never a verdict: the tests that run in the grader decide.
+Each request is one silent execute_request whose only content is a user expression calling the kernel's side,
+perfaudit/autograde/agent.py (the format and its limits: perfaudit/autograde/protocol.py); nothing is stored in
+the kernel's history. The reply is read from the execute_reply on the shell channel (never from what the kernel
+printed) and decoded strictly: known tags only, finite sizes, arrays of numeric dtypes, each answer checked whole
+before its folders are written into a folder of the grader's own. What comes back is the student's claim, never a
+verdict: the tests that run in the grader decide.
 
 A call and a result whose durations the grader controls (SlowFunction, perfaudit/checks/held.py) cross as a
 stand-in: when the student's code calls it, and when it waits on its result, the kernel asks on the stdin channel,
-and the grader answers after a delay it chose and never sent. The grader's jit (perfaudit/autograde/instruments.py) crosses the
-same way; its answer to a call is the call's number and the static argument that decides whether jit traces the
-student's function again.
+and the grader answers after a delay it chose and never sent. The grader's jit (perfaudit/autograde/instruments.py)
+crosses the same way; its answer to a call is the call's number and the static argument that decides whether jit
+traces the student's function again.
 """
 
 import ast
 import asyncio
-import base64
-import json
+import math
 import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -28,18 +27,10 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
-from perfaudit.autograde import made_up
+from perfaudit.autograde import made_up, protocol
 from perfaudit.autograde.instruments import GraderJit, NewWorkload
 from perfaudit.checks.held import FreshJit, SlowFunction
 
-MAX_REPLY_CHARS = 64 * 2**20
-MAX_DEPTH = 32
-MAX_FILES = 1024
-MAX_FILE_BYTES = 16 * 2**20
-MAX_FOLDERS = 16  # folders one answer may make the grader write (paths in it: an evidence folder, a file or two)
-MAX_SNAPSHOT_BYTES = 48 * 2**20  # bytes one folder of an answer may make the grader write
-ARRAY_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-                "float32", "float64", "bfloat16"}
 INTERRUPT_GRACE_S = 5
 
 
@@ -112,13 +103,12 @@ class KernelChannel:
         self.iopub = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
         self._iopub_async = iopub
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
+        self.exchange = Exchange(self.scratch, self)
         self.client = BlockingKernelClient()
         self.client.load_connection_info(kernel_manager.get_connection_info())
         # No iopub: nothing reads what the kernel prints during a request, so nothing of it may queue up here.
         self.client.start_channels(iopub=False, hb=False)
-        self._slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
         self.gone = None  # why the kernel can answer no more, once it cannot
-        self._folders_made = 0  # by the answer being decoded
 
     def close(self):
         self.client.stop_channels()
@@ -126,6 +116,7 @@ class KernelChannel:
     def start_test(self, timeout):
         """Every request of the next test shares these seconds: a kernel that answers slowly cannot multiply them."""
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
+        self.exchange.timeout, self.exchange.deadline = self.timeout, self.deadline
 
     # --- one request ---
 
@@ -133,22 +124,16 @@ class KernelChannel:
         if self.gone:
             raise KernelGone(self.gone)
         mirrors = []
-        if request["op"] == "call":
-            request = {**request, "args": [self._encode(a, mirrors) for a in args],
-                       "kwargs": {str(k): self._encode(v, mirrors) for k, v in (kwargs or {}).items()}}
-        payload = base64.b64encode(json.dumps(request).encode()).decode()
-        expression = f"__import__('perfaudit.autograde.agent', fromlist=['handle']).handle('{payload}')"
-        reply = self._round_trip(expression)
+        if request["op"] in protocol.CALLS:
+            request = {**request, "args": [self.exchange.encode(a, mirrors) for a in args],
+                       "kwargs": {str(k): self.exchange.encode(v, mirrors) for k, v in (kwargs or {}).items()}}
+        reply = self._round_trip(protocol.request_expression(request))
+        self.exchange.on_time()
         if not reply.get("ok"):
             error = reply.get("error") or {}
-            raise StudentError(_text(error.get("type"), 100), _text(error.get("message"), 2000))
-        dirs = reply.get("dirs") or []
-        if len(dirs) != len(mirrors):
-            raise StudentError("ValueError", "the kernel's answer does not hold the directories it was given")
-        for local, snapshot in zip(mirrors, dirs):
-            self._write_snapshot(snapshot, local)
-        self._folders_made = 0
-        return self.decode(reply.get("value"))
+            raise StudentError(_text(error.get("type"), protocol.MAX_TYPE_CHARS),
+                               _text(error.get("message"), protocol.MAX_ERROR_CHARS))
+        return self.exchange.answer(reply, mirrors)
 
     def _round_trip(self, expression):
         msg_id = self.client.execute("", silent=True, store_history=False, user_expressions={"r": expression},
@@ -211,133 +196,134 @@ class KernelChannel:
     def _answer_input(self, msg):
         """The student's code waits on a result whose readiness the grader controls: wait, then release it."""
         received = time.perf_counter()
-        kind, number, detail = (str(msg.get("content", {}).get("prompt", "")).split(" ") + ["", ""])[:3]
-        slow = self._slow.get(int(number)) if number.isdigit() else None
+        text = str(msg.get("content", {}).get("prompt", ""))[:protocol.MAX_PROMPT_CHARS]
+        word, number, _ = protocol.read_prompt(text)
+        slow = self.exchange.slow.get(number)
         answer = ""
         if isinstance(slow, GraderJit):
-            answer = slow.answer(str(msg.get("content", {}).get("prompt", ""))[:200], received)
-        elif slow is not None and kind == "perfaudit-call":
+            answer = slow.answer(text, received)
+        elif slow is not None and word == protocol.ASK_CALL:
             slow.hold_call(received)
-        elif slow is not None and kind == "perfaudit-ready":
+        elif slow is not None and word == protocol.ASK_READY:
             slow.hold_result(received)
         self.client.input(answer)
 
+
+class Exchange:
+    """The grader's side of one notebook's values: arguments out (its instruments numbered, its folders sent) and
+    answers back, each decoded and checked whole before any folder of it is written (the kernel is the student's
+    process: its answers are hostile input)."""
+
+    def __init__(self, scratch, channel=None, clock=time.monotonic):
+        self.scratch = Path(scratch)  # the grader's folder for folders read back from the kernel
+        self.channel = channel  # the one whose references may be sent back
+        self.slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
+        self.folders = 0  # read back so far
+        self.kept_bytes = self.kept_entries = 0  # written so far, all kept until the notebook ends
+        self.clock, self.deadline, self.timeout = clock, math.inf, 0  # the running test's (start_test)
+
+    def on_time(self):
+        """Raise Timeout once the running test's time is up: an answer is read within it, like any other work."""
+        if self.clock() > self.deadline:
+            raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s (the grader was still "
+                                     "reading what your code answered)")
+
     # --- values out ---
 
-    def _encode(self, value, mirrors, depth=0):
-        if depth > MAX_DEPTH:
-            raise ValueError("argument nested too deeply")
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        if isinstance(value, np.generic):
-            return value.item()
-        if isinstance(value, RemoteRef):
-            if value._channel is not self:
-                raise ValueError("a reference from another kernel")
-            return {"$": "ref", "id": value._number}
-        if isinstance(value, (GraderJit, NewWorkload)):  # a NewWorkload: the kernel applies the jit to a new workload
-            jit = value.jit if isinstance(value, NewWorkload) else value
-            number = next((n for n, known in self._slow.items() if known is jit), len(self._slow) + 1)
-            self._slow[number] = jit
-            jit.number = number
-            jit.resolve = lambda kept: RemoteRef(self, kept, True, "function")
-            return {"$": "slowjit", "id": number, "new_workload": isinstance(value, NewWorkload)}
-        if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
-            return {"$": "freshjit", "fn": self._encode(value.fn, mirrors, depth + 1)}
-        if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
-            number = next((n for n, known in self._slow.items() if known is value), len(self._slow) + 1)
-            self._slow[number] = value
-            wrapped = None if value.wrapped is None else self._encode(value.wrapped, mirrors, depth + 1)
-            return {"$": "slow", "id": number, "wrapped": wrapped, "call": bool(value.call_delays_s)}
-        if isinstance(value, Path):
-            if not self._mirrorable(value):
-                raise ValueError(f"a test may hand the student's code only folders made by checks.new_folder() or "
-                                 f"read back from the kernel, not {value}")
-            mirrors.append(value)
-            return {"$": "dirarg", "files": _read_dir(value)}
-        if isinstance(value, (list, tuple)):
-            return {"$": "list" if isinstance(value, list) else "tuple",
-                    "v": [self._encode(v, mirrors, depth + 1) for v in value]}
-        if isinstance(value, dict):
-            return {"$": "dict", "v": [[self._encode(k, mirrors, depth + 1), self._encode(v, mirrors, depth + 1)]
-                                       for k, v in value.items()]}
-        is_jax = type(value).__module__.startswith(("jax", "jaxlib"))
-        array = np.ascontiguousarray(np.asarray(value))
-        if str(array.dtype) not in ARRAY_DTYPES:
-            raise TypeError(f"cannot send a {type(value).__name__} to the student's kernel")
-        return {"$": "array", "dtype": str(array.dtype), "shape": list(array.shape),
-                "data": base64.b64encode(array.tobytes()).decode(), "jax": is_jax}
+    def encode(self, value, mirrors):
+        """value as the kernel receives it; the grader's folders in it are appended to mirrors."""
+        def other(value, depth):
+            if isinstance(value, np.generic):
+                return value.item()
+            if isinstance(value, RemoteRef):
+                if value._channel is not self.channel:
+                    raise ValueError("a reference from another kernel")
+                return {protocol.TAG: protocol.REF, "id": value._number}
+            if isinstance(value, (GraderJit, NewWorkload)):  # NewWorkload: the kernel applies it to a new workload
+                jit = value.jit if isinstance(value, NewWorkload) else value
+                number = next((n for n, known in self.slow.items() if known is jit), len(self.slow) + 1)
+                self.slow[number] = jit
+                jit.number = number
+                jit.resolve = lambda kept: RemoteRef(self.channel, kept, True, "function")
+                return {protocol.TAG: protocol.SLOWJIT, "id": number, "new_workload": isinstance(value, NewWorkload)}
+            if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
+                return {protocol.TAG: protocol.FRESHJIT, "fn": protocol.encode(value.fn, other, depth=depth + 1)}
+            if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
+                number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
+                self.slow[number] = value
+                wrapped = None if value.wrapped is None else protocol.encode(value.wrapped, other, depth=depth + 1)
+                return {protocol.TAG: protocol.SLOW, "id": number, "wrapped": wrapped,
+                        "call": bool(value.call_delays_s)}
+            if isinstance(value, Path):
+                if not self._mirrorable(value):
+                    raise ValueError(f"a test may hand the student's code only folders made by checks.new_folder() "
+                                     f"or read back from the kernel, not {value}")
+                mirrors.append(value)
+                files = protocol.snapshot(value)["files"] if value.is_dir() else {}  # a new folder, usually empty
+                return {protocol.TAG: protocol.DIRARG, "files": files}
+            array = protocol.encode_array(value, jax=type(value).__module__.startswith(("jax", "jaxlib")))
+            if array is None:
+                raise TypeError(f"cannot send a {type(value).__name__} to the student's kernel")
+            return array
+
+        return protocol.encode(value, other)
 
     def _mirrorable(self, path):
         """Folders the grader made for tests: the only ones whose contents the kernel's answer may replace."""
         path = path.resolve()
         return any(path == root or root in path.parents for root in (self.scratch.resolve(), *made_up.test_folders()))
 
-    # --- values back: hostile input ---
+    # --- values back ---
 
-    def decode(self, value, depth=0):
-        if depth > MAX_DEPTH:
-            raise StudentError("ValueError", "a value nested more than 32 levels deep")
-        if value is None or isinstance(value, (bool, int, str)):
-            return value
-        if isinstance(value, float):
-            return value
-        if not isinstance(value, dict) or not isinstance(value.get("$"), str):
-            raise StudentError("ValueError", "an answer that is not plain data")
-        tag = value["$"]
-        if tag == "list":
-            return [self.decode(v, depth + 1) for v in _list(value.get("v"))]
-        if tag == "dict":
-            out = {}
-            for pair in _list(value.get("v")):
-                key = self.decode(_list(pair)[0], depth + 1) if len(_list(pair)) == 2 else None
-                if not isinstance(key, (str, int, float, bool, type(None))):
-                    raise StudentError("ValueError", "a dict whose keys are not plain data")
-                out[key] = self.decode(pair[1], depth + 1)
-            return out
-        if tag == "array":
-            return _array(value)
-        if tag == "ref":
-            return RemoteRef(self, _int(value.get("id")), bool(value.get("callable")), _text(value.get("type"), 100))
-        if tag == "path":
-            self._folders_made += 1
-            if self._folders_made > MAX_FOLDERS:
-                raise StudentError("ValueError", f"an answer with more than {MAX_FOLDERS} folders in it")
-            local = Path(tempfile.mkdtemp(prefix="read-back-", dir=self.scratch))
-            kind = value.get("kind")
-            self._write_snapshot({**value, "kind": "dir" if kind == "dir" else kind}, local)
-            if kind == "file":
-                return local / _safe_name(value.get("name"))
-            if kind == "missing":
-                return local / _safe_name(value.get("name"))
-            return local
-        raise StudentError("ValueError", f"an answer with an unknown tag {tag!r:.40}")
+    def answer(self, reply, mirrors):
+        """The value of a reply, its folders written: those in it into new folders, the kernel's `dirs` over the
+        test folders handed to it (mirrors), in order."""
+        try:
+            dirs = reply.get("dirs") or []
+            if not isinstance(dirs, list) or len(dirs) != len(mirrors):
+                raise protocol.WireError("the kernel's answer does not hold the folders it was given")
+            written = [(local, protocol.Snapshot(sent, self.on_time)) for local, sent in zip(mirrors, dirs)]
+            paths = []
 
-    def _write_snapshot(self, snapshot, local):
-        """Replace local's contents with the regular files of a snapshot the kernel sent (relative, capped)."""
-        if not isinstance(snapshot, dict) or not isinstance(snapshot.get("files"), dict):
-            raise StudentError("ValueError", "a directory answer that is not a directory")
-        files = snapshot["files"]
-        if len(files) > MAX_FILES:
-            raise StudentError("ValueError", f"more than {MAX_FILES} files in a directory")
-        local = Path(local)
-        if local.exists():
-            shutil.rmtree(local)
-        local.mkdir(parents=True)
-        written = 0
-        for name, data in files.items():
-            if snapshot.get("kind") == "file" and name == "":
-                name = _safe_name(snapshot.get("name"))
-            parts = Path(str(name)).parts
-            if not parts or Path(str(name)).is_absolute() or ".." in parts:
-                raise StudentError("ValueError", f"a file name outside its directory: {str(name)[:80]!r}")
-            content = base64.b64decode(_text(data, MAX_FILE_BYTES * 2), validate=True)
-            written += len(content)
-            if len(content) > MAX_FILE_BYTES or written > MAX_SNAPSHOT_BYTES:
-                raise StudentError("ValueError", f"a folder larger than the grader reads ({MAX_SNAPSHOT_BYTES} bytes)")
-            target = local.joinpath(*parts)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
+            def other(tag, value, depth):
+                if tag == protocol.ARRAY:
+                    return protocol.decode_array(value)
+                if tag == protocol.REF:
+                    return RemoteRef(self.channel, _int(value.get("id")), bool(value.get("callable")),
+                                     _text(value.get("type"), protocol.MAX_TYPE_CHARS))
+                if tag == protocol.PATH:
+                    paths.append(tag)
+                    if len(paths) > protocol.MAX_PATHS:
+                        raise protocol.WireError(f"an answer with more than {protocol.MAX_PATHS} folders in it")
+                    sent = protocol.Snapshot(value, self.on_time)
+                    self.folders += 1
+                    local = self.scratch / f"read-back-{self.folders}"
+                    written.append((local, sent))
+                    return sent.path_in(local)
+                raise protocol.WireError(f"an answer with an unknown tag {tag!r:.40}")
+
+            value = protocol.decode(reply.get("value"), other, self.on_time)
+        except protocol.WireError as error:
+            raise StudentError("ValueError", str(error)) from None
+        self._keep(sum(sent.size for _, sent in written), sum(sent.entries for _, sent in written))
+        for local, sent in written:
+            if local.exists():  # a test folder handed to the kernel: its contents as the kernel left them
+                shutil.rmtree(local)
+            sent.write(local)
+        return value
+
+
+    def _keep(self, size, entries):
+        """Count what an answer makes the grader write, refused whole past the notebook's budget."""
+        if self.kept_bytes + size > protocol.MAX_NOTEBOOK_BYTES or \
+                self.kept_entries + entries > protocol.MAX_NOTEBOOK_ENTRIES:
+            raise StudentError("ValueError", f"your code's answers in this notebook hold more files than the grader "
+                                             f"keeps for one notebook ({protocol.MAX_NOTEBOOK_BYTES // 2**20} MiB, "
+                                             f"{protocol.MAX_NOTEBOOK_ENTRIES} files and folders in all). Of an "
+                                             f"evidence folder the grader reads only report.json and the files it "
+                                             f"names; keep other folders your functions return small.")
+        self.kept_bytes += size
+        self.kept_entries += entries
 
 
 def _read_reply(msg):
@@ -349,52 +335,17 @@ def _read_reply(msg):
         raise StudentError(_text(result.get("ename"), 100) or "Error",
                            f"the grader's request failed in the kernel: {_text(result.get('evalue'), 500)}")
     text = result.get("data", {}).get("text/plain", "")
-    if not isinstance(text, str) or len(text) > MAX_REPLY_CHARS:
+    if not isinstance(text, str) or len(text) > protocol.MAX_REPLY_CHARS:
         raise StudentError("ValueError", "an answer larger than the grader reads")
     try:
-        reply = json.loads(base64.b64decode(ast.literal_eval(text), validate=True))
+        return protocol.unpack(ast.literal_eval(text))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         raise StudentError("ValueError", "an answer the grader cannot read") from None
-    if not isinstance(reply, dict):
-        raise StudentError("ValueError", "an answer the grader cannot read")
-    return reply
-
-
-def _read_dir(path):
-    """A folder of the grader's, as the files sent with an argument (it is usually new and empty)."""
-    path = Path(path)
-    if not path.is_dir():
-        return {}
-    return {str(p.relative_to(path)): base64.b64encode(p.read_bytes()).decode()
-            for p in sorted(path.rglob("*")) if p.is_file() and not p.is_symlink()}
-
-
-def _array(value):
-    dtype, shape = value.get("dtype"), _list(value.get("shape"))
-    if dtype not in ARRAY_DTYPES or len(shape) > 8 or not all(isinstance(n, int) and 0 <= n < 2**31 for n in shape):
-        raise StudentError("ValueError", "an array the grader does not read")
-    data = base64.b64decode(_text(value.get("data"), MAX_REPLY_CHARS), validate=True)
-    np_dtype = np.dtype(_bfloat16() if dtype == "bfloat16" else dtype)
-    if len(data) != int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize:
-        raise StudentError("ValueError", "an array whose bytes do not match its shape")
-    return np.frombuffer(data, dtype=np_dtype).reshape(shape).copy()
-
-
-def _bfloat16():
-    import ml_dtypes
-
-    return ml_dtypes.bfloat16
-
-
-def _list(value):
-    if not isinstance(value, list):
-        raise StudentError("ValueError", "an answer that is not plain data")
-    return value
 
 
 def _int(value):
     if not isinstance(value, int) or isinstance(value, bool):
-        raise StudentError("ValueError", "an answer that is not plain data")
+        raise protocol.WireError("an answer that is not plain data")
     return value
 
 

@@ -38,6 +38,7 @@ import time
 
 import numpy as np
 
+from perfaudit.autograde import protocol
 from perfaudit.checks.held import HeldResult
 
 FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
@@ -113,7 +114,7 @@ class GraderJit:
         received = time.perf_counter() if received is None else received
         kind, *rest = str(message).split(" ")
         rest = rest[1:]  # the jit's own number, by which the channel found this one
-        if kind == "perfaudit-jit" and len(self.functions) < MAX_FUNCTIONS:
+        if kind == protocol.ASK_JIT and len(self.functions) < MAX_FUNCTIONS:
             record = FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
                                                         replace=False).tolist()))
             kept = rest[0] if rest else ""
@@ -123,28 +124,28 @@ class GraderJit:
         record = self._record(rest[:1])
         if record is None:
             return ""
-        if kind in ("perfaudit-call", "perfaudit-ready"):
+        if kind in (protocol.ASK_CALL, protocol.ASK_READY):
             record.counts.append((len(record.calls), record.traces))
-        if kind == "perfaudit-call" and len(rest) >= 3:
+        if kind == protocol.ASK_CALL and len(rest) >= 3:
             return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
-        if kind == "perfaudit-traced":
+        if kind == protocol.ASK_TRACED:
             record.traces += 1
-        elif kind == "perfaudit-stage" and len(rest) >= 2 and rest[1] in STAGES:
+        elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
             time.sleep(self._uniform(STAGE_HOLD_S))
             record.stages.append((rest[1], time.perf_counter() - received))
-        elif kind == "perfaudit-run":
+        elif kind == protocol.ASK_RUN:
             first = not record.runs
             long = first or self.rng.random() < 1 / 3
             hold = self._uniform(FIRST_RUN_HOLD_S if first else LONG_RUN_HOLD_S if long else SHORT_HOLD_S)
             record.runs.append(Run(received, hold))
             time.sleep(self._uniform(CALL_HOLD_S))
             return str(len(record.runs) - 1)
-        elif kind == "perfaudit-run-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.runs):
+        elif kind == protocol.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.runs):
             run = record.runs[int(rest[1])]
             if run.span_s is None:
                 time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))
                 run.span_s = time.perf_counter() - run.started
-        elif kind == "perfaudit-ready" and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
+        elif kind == protocol.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
                 if call.probe:
@@ -275,12 +276,12 @@ def make_jit(number, ask, keep):
     functions = _registry.setdefault(number, [])
 
     def jit(fn, **_options):  # options such as donate_argnums change nothing a measurement of this workload sees
-        index = int(ask(f"perfaudit-jit {number} {keep(fn)}") or len(functions))
+        index = int(ask(f"{protocol.ASK_JIT} {number} {keep(fn)}") or len(functions))
         functions.append(fn)
         salts = [0]
 
         def traced(x, salt):
-            ask(f"perfaudit-traced {number} {index}")
+            ask(f"{protocol.ASK_TRACED} {number} {index}")
             return fn(x)
 
         traced.__name__ = getattr(fn, "__name__", "audited")
@@ -291,14 +292,14 @@ def make_jit(number, ask, keep):
                 return inner(x, salts[-1])
             shape = "x".join(str(n) for n in np.shape(x))
             dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
-            answer = ask(f"perfaudit-call {number} {index} {shape or '-'} {dtype}")
+            answer = ask(f"{protocol.ASK_CALL} {number} {index} {shape or '-'} {dtype}")
             call, salt, seed = (answer + " 0 0 0").split(" ")[:3]  # seed: a first call's question, 0 for none
             salts.append(int(salt) if salt.isdigit() else 0)
             result, salt = inner(x, salts[-1]), salts[-1]
 
             def ready():
                 probed = _probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else ""
-                ask(f"perfaudit-ready {number} {index} {call}{probed}")
+                ask(f"{protocol.ASK_READY} {number} {index} {call}{probed}")
 
             return HeldResult(result, ready)
 
@@ -308,7 +309,7 @@ def make_jit(number, ask, keep):
             return ask(" ".join((kind, str(number), str(index), *map(str, more))))
 
         audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",
-                                         lambda stage: ask_about("perfaudit-stage", stage), ask_about)
+                                         lambda stage: ask_about(protocol.ASK_STAGE, stage), ask_about)
         audited.lower = lambda x: audited.trace(x).lower()
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
         audited.__name__, audited.__wrapped__ = traced.__name__, fn
@@ -377,9 +378,9 @@ class _Compiled:
         self._compiled, self._ask = compiled, ask
 
     def __call__(self, *args, **kwargs):
-        run = self._ask("perfaudit-run")
+        run = self._ask(protocol.ASK_RUN)
         result = self._compiled(*args, **kwargs)
-        return HeldResult(result, lambda: self._ask("perfaudit-run-ready", run))
+        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run))
 
     def __getattr__(self, name):
         return getattr(self._compiled, name)
