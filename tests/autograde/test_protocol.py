@@ -156,7 +156,7 @@ def test_a_slow_function_is_one_function_in_the_kernel_however_often_it_is_sent(
 
 def test_the_graders_jit_is_numbered_for_the_prompts_that_come_back(exchange):
     jit = GraderJit(np.random.default_rng(0))
-    assert exchange.encode(jit, []) == {"$": protocol.SLOWJIT, "id": 1}
+    assert exchange.encode(jit, []) == {"$": protocol.SLOWJIT, "id": 1, "new_workload": False}
     assert exchange.slow[1] is jit and jit.number == 1
 
 
