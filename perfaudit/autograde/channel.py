@@ -79,6 +79,16 @@ class RemoteRef:
         return f"<the student's {self._type}>"
 
 
+class ReadLater:
+    """A value the kernel keeps whose contents are read when a test uses it (a path: its folder as it is then)."""
+
+    def __init__(self, ref):
+        self.ref = ref
+
+    def read(self):
+        return self.ref._channel.request({"op": protocol.VALUE, "ref": self.ref._number})
+
+
 DRAIN_EVERY_S = 0.05  # what a kernel prints queues at most this long when its socket is another thread's
 DRAIN_WAIT_S = 5.0  # a loop that cannot take the drain in this time is left to the next round
 
@@ -289,8 +299,9 @@ class Exchange:
                 if tag == protocol.ARRAY:
                     return protocol.decode_array(value)
                 if tag == protocol.REF:
-                    return RemoteRef(self.channel, _int(value.get("id")), bool(value.get("callable")),
-                                     _text(value.get("type"), protocol.MAX_TYPE_CHARS))
+                    ref = RemoteRef(self.channel, _int(value.get("id")), bool(value.get("callable")),
+                                    _text(value.get("type"), protocol.MAX_TYPE_CHARS))
+                    return ReadLater(ref) if value.get("later") is True else ref
                 if tag == protocol.PATH:
                     paths.append(tag)
                     if len(paths) > protocol.MAX_PATHS:

@@ -36,6 +36,7 @@ from perfaudit.notebooks import nbgrader_meta
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
 DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ that grading skips
 DEMONSTRATION_SKIPPED = "[not run while grading: a read-and-run demonstration with no points]\n"
+SNAPSHOT_TIMEOUT_S = 30  # to read what one cell bound (a few names, most of them references)
 OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
 
 
@@ -246,6 +247,7 @@ class TrustedExecute(Execute):
             if error is not None and not self._student_code_ran:
                 self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
                             f"failed before any student code ran ({error.ename}: {error.evalue})")
+            self._take_snapshot(cell, resources)
             return cell, resources
         except DeadKernelError:
             self._kernel_died()
@@ -258,8 +260,8 @@ class TrustedExecute(Execute):
                        "the kernel stopped responding in an earlier cell")
         return cell, resources
 
-    def _run_test(self, cell, resources):
-        """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
+    def _student_namespace(self):
+        """The channel to the kernel and the namespace tests run in, made when first needed."""
         if self._channel is None:
             self._channel = KernelChannel(self.km, self._scratch, iopub=self.kc.iopub_channel.socket)
             try:
@@ -268,6 +270,25 @@ class TrustedExecute(Execute):
                 raise canary.GradingEnvironmentError(
                     f"not graded: environment: the grader cannot import what the instructor's cells import "
                     f"({type(error).__name__}: {error}). Fix the environment and grade again.") from error
+        return self._namespace
+
+    def _take_snapshot(self, cell, resources):
+        """Right after a cell of the instructor's notebook that binds names of the contract, before any later cell
+        runs: what tests will read of those names (verdicts.StudentNamespace)."""
+        grade_id = nbgrader_meta(cell).get("grade_id")
+        if grade_id not in self._contract.bound_by:
+            return
+        namespace = self._student_namespace()
+        self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))
+        try:
+            namespace.take_snapshot(grade_id)
+        except KernelGone as gone:  # the next cell finds the kernel gone and says so
+            self.log.warning("%s: the kernel could not be asked for what cell '%s' bound: %s",
+                             resources.get("nbgrader", {}).get("student"), grade_id, gone)
+
+    def _run_test(self, cell, resources):
+        """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
+        self._student_namespace()
         self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:

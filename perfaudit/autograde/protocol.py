@@ -2,7 +2,7 @@
 and codecs, in one place.
 
 A request is one silent execute_request whose expression is `__import__(AGENT).handle('<base64 JSON>')`:
-{"op": LOOKUP | GETATTR | CALL, ...}: the grader runs no code of its own in the kernel beyond the stand-ins it
+{"op": LOOKUP | VALUE | GETATTR | CALL, ...}: the grader runs no code of its own in the kernel beyond the stand-ins it
 hands in as arguments. Its value is the reply, base64 JSON too:
 {"ok": true, "value": V, "dirs": [S, ...]} or {"ok": false, "error": {"type": ..., "message": ...}}.
 A value V is null, a bool, a number, a string, or {"$": tag, ...}: list and tuple {"v": [V, ...]}, dict
@@ -21,7 +21,9 @@ import binascii
 AGENT = "perfaudit.autograde.agent"  # the kernel's side; its handle(request) is the only entry point
 
 # Requests
-LOOKUP, GETATTR, CALL = "lookup", "getattr", "call"
+# LOOKUP: a name's value at the moment the grader asks (right after the cell that binds it), a path as a reference
+# the grader reads later with VALUE (the folder as it is then)
+LOOKUP, VALUE, GETATTR, CALL = "lookup", "value", "getattr", "call"
 CALLS = (CALL,)  # the requests that carry arguments
 
 # Value tags

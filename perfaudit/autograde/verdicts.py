@@ -29,7 +29,7 @@ from nbgrader import utils
 
 import perfaudit
 from perfaudit.autograde import made_up
-from perfaudit.autograde.channel import KernelGone, StudentError
+from perfaudit.autograde.channel import KernelGone, ReadLater, StudentError
 
 MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
@@ -50,18 +50,27 @@ def printable(text, limit=MAX_TEXT):
 
 class Contract:
     """What a notebook's tests may use, read from the instructor's notebook (source/), never from a submission: the
-    import statements of its locked cells, run here, and the names its other cells define, read from the kernel."""
+    import statements of its locked cells, run here, and the names its other cells define that a test reads
+    (`names`; `bound_by`: {grade id: those that cell binds}), taken from the kernel right after each such cell ran."""
 
     def __init__(self, cells):
-        self.imports, self.names = [], set()
+        self.imports, self.bound_by, used = [], {}, set()
+        for cell in cells:
+            if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
+                used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
         for cell in cells:
             if cell.get("cell_type") != "code" or is_test(cell):
                 continue
             tree = _parse(cell.get("source", ""))
             if utils.is_locked(cell) and not utils.is_solution(cell):
                 self.imports += [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-            self.names |= _bound_names(tree)
-        self.names -= {alias.asname or alias.name.split(".")[0] for node in self.imports for alias in node.names}
+            grade_id = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+            if grade_id is not None:
+                self.bound_by.setdefault(grade_id, set()).update(_bound_names(tree))
+        imported = {alias.asname or alias.name.split(".")[0] for node in self.imports for alias in node.names}
+        self.bound_by = {grade_id: (names - imported) & used for grade_id, names in self.bound_by.items()
+                         if (names - imported) & used}
+        self.names = set().union(*self.bound_by.values())
 
     def import_into(self, namespace):
         """Run the instructor's imports here, in the grader's namespace."""
@@ -100,25 +109,40 @@ def _bound_names(tree):
 
 
 class StudentNamespace(dict):
-    """The globals test cells run in; a name of the contract found nowhere else is the student's, asked of the kernel
-    on use. Any other name is not defined, whatever the kernel holds."""
+    """The globals test cells run in. A name of the contract is what the kernel held right after the latest cell of
+    the instructor's notebook that binds it ran (take_snapshot): plain data as it was then, a function or an object
+    as a reference to the one bound then, a path read when a test uses it. What a later cell (the student's own, or
+    a hook) rebinds or mutates never reaches a test; a name of the contract not taken yet is not defined, and any
+    other name is not defined, whatever the kernel holds."""
 
     def __init__(self, channel, contract):
         super().__init__(__name__="__main__")
-        self.channel, self.contract = channel, contract
+        self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
+
+    def take_snapshot(self, grade_id):
+        """Take the names the instructor's cell `grade_id` binds, as the kernel holds them now. KernelGone
+        propagates; an answer the grader refuses is kept as that error, raised when a test uses the name."""
+        for name in sorted(self.contract.bound_by.get(grade_id, ())):
+            try:
+                self.snapshot[name] = self.channel.request({"op": "lookup", "name": name})
+            except StudentError as error:
+                if error.kind == "NameError":
+                    self.snapshot.pop(name, None)  # the cell failed before binding it
+                else:
+                    self.snapshot[name] = error
 
     def __missing__(self, name):
         if hasattr(builtins, name):
             return getattr(builtins, name)
         if name not in self.contract.names:
             raise NameError(f"name '{name}' is not defined")
-        try:
-            return self.channel.request({"op": "lookup", "name": name})
-        except StudentError as error:
-            if error.kind == "NameError":
-                raise NameError(f"name '{name}' is not defined: did the cell that defines it run without an error?")
-            raise
+        if name not in self.snapshot:
+            raise NameError(f"name '{name}' is not defined: did the cell that defines it run without an error?")
+        value = self.snapshot[name]
+        if isinstance(value, StudentError):
+            raise value
+        return value.read() if isinstance(value, ReadLater) else value
 
 
 # While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files
