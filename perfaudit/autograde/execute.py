@@ -247,7 +247,7 @@ class TrustedExecute(Execute):
             if error is not None and not self._student_code_ran:
                 self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
                             f"failed before any student code ran ({error.ename}: {error.evalue})")
-            self._take_snapshot(cell, resources)
+            self._take_snapshot(cell, index, resources)
             return cell, resources
         except DeadKernelError:
             self._kernel_died()
@@ -272,19 +272,19 @@ class TrustedExecute(Execute):
                     f"({type(error).__name__}: {error}). Fix the environment and grade again.") from error
         return self._namespace
 
-    def _take_snapshot(self, cell, resources):
+    def _take_snapshot(self, cell, index, resources):
         """Right after a cell of the instructor's notebook that binds names of the contract, before any later cell
         runs: what tests will read of those names (verdicts.StudentNamespace)."""
-        grade_id = nbgrader_meta(cell).get("grade_id")
-        if grade_id not in self._contract.bound_by:
+        key = verdicts.cell_key(cell, index)
+        if key not in self._contract.bound_by:
             return
         namespace = self._student_namespace()
         self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))
         try:
-            namespace.take_snapshot(grade_id)
+            namespace.take_snapshot(key)
         except KernelGone as gone:  # the next cell finds the kernel gone and says so
-            self.log.warning("%s: the kernel could not be asked for what cell '%s' bound: %s",
-                             resources.get("nbgrader", {}).get("student"), grade_id, gone)
+            self.log.warning("%s: the kernel could not be asked for what cell %r bound: %s",
+                             resources.get("nbgrader", {}).get("student"), key, gone)
 
     def _run_test(self, cell, resources):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""

@@ -48,6 +48,12 @@ def printable(text, limit=MAX_TEXT):
     return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
+def cell_key(cell, index):
+    """How the grader knows a cell of the instructor's notebook: its grade id, or (a cell nbgrader does not mark,
+    only outside autograde, where the notebook run is the instructor's own) its place."""
+    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") or ("cell", index)
+
+
 class Contract:
     """What a notebook's tests may use, read from the instructor's notebook (source/), never from a submission: the
     import statements of its locked cells, run here, and the names its other cells define that a test reads
@@ -58,15 +64,13 @@ class Contract:
         for cell in cells:
             if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
                 used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
-        for cell in cells:
+        for index, cell in enumerate(cells):
             if cell.get("cell_type") != "code" or is_test(cell):
                 continue
             tree = _parse(cell.get("source", ""))
             if utils.is_locked(cell) and not utils.is_solution(cell):
                 self.imports += [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
-            grade_id = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
-            if grade_id is not None:
-                self.bound_by.setdefault(grade_id, set()).update(_bound_names(tree))
+            self.bound_by.setdefault(cell_key(cell, index), set()).update(_bound_names(tree))
         imported = {alias.asname or alias.name.split(".")[0] for node in self.imports for alias in node.names}
         self.bound_by = {grade_id: (names - imported) & used for grade_id, names in self.bound_by.items()
                          if (names - imported) & used}
@@ -120,10 +124,10 @@ class StudentNamespace(dict):
         self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
 
-    def take_snapshot(self, grade_id):
-        """Take the names the instructor's cell `grade_id` binds, as the kernel holds them now. KernelGone
+    def take_snapshot(self, key):
+        """Take the names the instructor's cell `key` (cell_key) binds, as the kernel holds them now. KernelGone
         propagates; an answer the grader refuses is kept as that error, raised when a test uses the name."""
-        for name in sorted(self.contract.bound_by.get(grade_id, ())):
+        for name in sorted(self.contract.bound_by.get(key, ())):
             try:
                 self.snapshot[name] = self.channel.request({"op": "lookup", "name": name})
             except StudentError as error:

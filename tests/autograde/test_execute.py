@@ -70,6 +70,20 @@ def test_what_the_kernel_prints_or_returns_cannot_change_a_tests_score(tmp_path)
     assert all(o.output_type in ("stream", "error") for o in nb.cells[1].outputs)  # never an execute_result
 
 
+def test_a_test_reads_each_name_as_the_cell_that_binds_it_left_it(tmp_path):
+    """A later cell that mutates a value, or rebinds a name in a way the notebook does not (a hook, an exec), never
+    reaches a test: plain data as it was, a function as the one bound then; a folder is read when the test runs."""
+    nb = new_notebook(cells=[
+        new_code_cell("import pathlib\nguesses = {'a': 1}\ndef answer():\n    return 1\nfolder = pathlib.Path('out')"),
+        new_code_cell("guesses.update({'a': 2})\nexec('def answer():\\n    return 2')\n"
+                      "folder.mkdir()\n(folder / 'note.txt').write_text('written later')"),
+        _test_cell("assert guesses == {'a': 1}, guesses\nassert answer() == 1\n"
+                   "assert (folder / 'note.txt').read_text() == 'written later'", "reads"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[2]) == [] and _grade(nb.cells[2]) == 1
+
+
 def test_a_students_function_is_called_with_the_graders_inputs_and_its_answer_checked_here(tmp_path):
     nb = new_notebook(cells=[
         new_code_cell("import numpy as np\ndef double(a):\n    return np.asarray(a) * 2"),
