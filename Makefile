@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # (measured on 2 cores: two processes left the CPU idle 27 % of the time, three 8 %).
 TEST_PROCESSES ?= 3
 
-.PHONY: help demo test test-fast lab release check grade feedback serve bench-grading bench-load clean reset-course \
+.PHONY: help demo test test-fast test-catalog lab release check grade feedback serve bench-grading bench-load clean reset-course \
     student-copy
 .DEFAULT_GOAL := help
 
@@ -36,6 +36,10 @@ test: $(VENV)/installed  ## the whole test suite (CI runs this)
 
 test-fast: $(VENV)/installed  ## the fast tier, under 5 minutes: all but the tests marked slow (browser, PostgreSQL, catalogs, ...)
 	python -m pytest -n $(TEST_PROCESSES) -m "not slow" $(PYTEST_ARGS)
+
+# make test grades each catalog case with one of the two graders (chosen by the commit) and an agreement set with both.
+test-catalog: $(VENV)/installed  ## every catalog case graded by both graders: run it whenever the grading path changes
+	PERFAUDIT_CATALOG_BOTH=1 python -m pytest -n $(TEST_PROCESSES) tests/fixtures/test_catalog.py $(PYTEST_ARGS)
 
 lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/performance-audit/ (as root: ALLOW_ROOT=1)
 	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)

@@ -25,6 +25,10 @@ from perfaudit.autograde import memory, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.autograde.verdicts import printable
 
+# A file each kernel start adds a line to, when set (.ci/run counts them). Not a PERFAUDIT_ name: the sandbox's
+# environment takes those from the grader's (sandbox.student_env), and this stays on the grader's side.
+START_LOG = "SANDBOXED_KERNEL_LOG"
+
 
 class RawStream:
     """The first `limit` bytes a process writes to a pipe, the rest counted and dropped."""
@@ -94,6 +98,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._sandboxed = sandbox.available()[0]
         SandboxedKernelManager._kernels_started += 1
         self.uid = sandbox.sandbox_uid(SandboxedKernelManager._kernels_started)
+        _log_start(self._sandboxed)
         if self._sandboxed:
             kw["cwd"] = self._private  # bwrap's own; the kernel starts in its scratch folder
             _hand_to_sandbox_user(self._private, self._staged, self.uid)
@@ -151,6 +156,17 @@ class SandboxedKernelManager(AsyncKernelManager):
             self._cleanup = None
 
     cleanup_resources = _async_cleanup_resources  # what nbclient calls after a kernel died
+
+
+def _log_start(sandboxed):
+    """One line in the START_LOG file: a single append, whole, whichever grading process writes it."""
+    if log := os.environ.get(START_LOG):
+        line = f"{'sandboxed' if sandboxed else 'unsandboxed'} {os.getpid()}\n".encode()
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
 
 
 def _hand_to_sandbox_user(private, staged, uid):
