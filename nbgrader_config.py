@@ -35,6 +35,7 @@ from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 from perfaudit.autograde.dedupe import DropDuplicateIds  # noqa: E402
 from perfaudit.autograde.execute import TrustedExecute  # noqa: E402
 from perfaudit.autograde.feedback import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
 from perfaudit.autograde.sanitize_outputs import SanitizeOutputs  # noqa: E402
 from perfaudit.autograde.submission import RefuseUnsafeSubmission  # noqa: E402
 
@@ -56,10 +57,12 @@ c.TrustedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute
 # The limits on one submission's student code, for plain nbgrader and the batch command alike.
 c.SandboxLimits.memory_mb = 4096  # all of a submission's processes together
 c.SandboxLimits.scratch_mb = 512  # its working folder and, separately, its /tmp: in memory, gone afterwards
-# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks; the student's
-# outputs sanitized again (a notebook autograded before SanitizeOutputs was configured).
+# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks; no output of a
+# cell that ran after the first test (the kernel then holds what tests handed it, which the grader keeps to itself);
+# the student's outputs sanitized again (a notebook autograded before SanitizeOutputs was configured).
 _feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
-c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests, SanitizeOutputs] + _feedback[1:]  # after GetGrades
+c.GenerateFeedback.preprocessors = (_feedback[:1] + [HideHiddenTests, HideOutputsAfterTests, SanitizeOutputs]
+                                    + _feedback[1:])  # after GetGrades
 
 # --- the grading service (python -m perfaudit.serve, make serve): feedback before the deadline, with a limit ---
 c.GradingService.graded_per_window = 3  # graded submissions per student in any window before the deadline
