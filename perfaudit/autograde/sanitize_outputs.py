@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 from bleach import ALLOWED_ATTRIBUTES, ALLOWED_TAGS
-from nbconvert.filters.markdown_mistune import markdown2html_mistune
+from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_output
 from traitlets import default
@@ -34,6 +34,7 @@ TAGS = sorted(set(ALLOWED_TAGS) | {"table", "thead", "tbody", "tfoot", "tr", "th
 ATTRIBUTES = {**ALLOWED_ATTRIBUTES, "table": ["border", "class"], "th": ["colspan", "rowspan"],
               "td": ["colspan", "rowspan"]}
 SAFE_SCHEMES = {"http", "https", "mailto"}
+IMAGE_URLS = ("data:image/png;base64,", "data:image/jpeg;base64,")  # a markdown cell's attachments, as rendered
 IMAGES = ("image/png", "image/jpeg")
 BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*\Z")
 STYLE_ELEMENT = re.compile(r"<style\b.*?</style\s*>", re.IGNORECASE | re.DOTALL)  # pandas' scoped CSS: dropped whole
@@ -68,7 +69,7 @@ class SanitizeOutputs(SanitizeHTML):
         _keep_images(cell)
         written = cell.source
         cell.source = self.sanitize_html_tags(written)
-        if cell.cell_type == "markdown" and not _links_are_safe(cell.source):
+        if cell.cell_type == "markdown" and not _links_are_safe(cell.source, cell.get("attachments")):
             cell.source = SHOWN_AS_TEXT + _fenced(written)
         return cell, resources
 
@@ -136,11 +137,13 @@ class _Links(html.parser.HTMLParser):
         self.urls += [value or "" for name, value in attrs if name in ("href", "src", "action", "formaction")]
 
 
-def _links_are_safe(markdown):
-    """Whether every link and image the markdown renders to (as nbconvert renders it) is relative or http(s)/mailto,
-    read as a browser reads a URL (tabs and newlines removed, control characters and spaces trimmed)."""
+def _links_are_safe(markdown, attachments=None):
+    """Whether every link and image the markdown renders to (as nbconvert renders it, attachments as data: URLs) is
+    relative, http(s), mailto or a PNG or JPEG attachment, read as a browser reads a URL (tabs and newlines removed,
+    control characters and spaces trimmed)."""
     try:
-        rendered = markdown2html_mistune(markdown)
+        renderer = IPythonRenderer(escape=False, attachments=attachments or {})
+        rendered = MarkdownWithMath(renderer=renderer).render(markdown)
     except Exception:  # noqa: BLE001 - what nbconvert cannot render safely here is shown as text
         return False
     links = _Links()
@@ -149,6 +152,8 @@ def _links_are_safe(markdown):
         url = re.sub(r"[\t\n\r]", "", url).strip("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x0b\x0c\x0e\x0f\x10\x11\x12"
                                                  "\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ").lower()
         scheme = SCHEME.match(url)
+        if url.startswith(IMAGE_URLS):
+            continue
         if scheme and scheme.group(1) not in SAFE_SCHEMES:
             return False
     return True

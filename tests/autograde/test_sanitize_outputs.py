@@ -77,3 +77,13 @@ def test_outputs_keep_only_what_can_be_shown_safely(tmp_path):
     assert all(o.get("metadata", {}) in ({}, {"image/png": {}}) for o in outputs)  # the injected width is gone
     assert nb.cells[3].source.startswith(SHOWN_AS_TEXT)
     assert "<script>" not in nb.cells[4].source  # the raw cell, escaped
+
+
+def test_a_pasted_image_and_web_links_keep_a_students_markdown_as_written(tmp_path):
+    """An honest answer: an image pasted into markdown (an attachment) and a web link render as the student wrote."""
+    answer = new_markdown_cell("![chart](attachment:chart.png) as [JAX says](https://docs.jax.dev/), **in bold**")
+    answer.attachments = {"chart.png": {"image/png": student_html.PNG}, "x.svg": {"image/svg+xml": "<svg/>"}}
+    written = answer.source
+    nb, _ = SanitizeOutputs().preprocess(new_notebook(cells=[answer]), {})
+    assert nb.cells[0].source == written
+    assert list(nb.cells[0].attachments) == ["chart.png"]
