@@ -13,8 +13,8 @@ Test cells are those autograded/ holds as tests: the grader ran exactly those, w
 test metadata ran as student code, its metadata removed). Configured in nbgrader_config.py.
 """
 
-from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from perfaudit.autograde import verdicts
 
@@ -22,7 +22,7 @@ OUTPUT_HIDDEN = ("[not shown in feedback: this cell ran after the notebook's fir
                  "inputs and timings the grader keeps to itself; your own notebook shows what it printed]\n")
 
 
-class HideOutputsAfterTests(Preprocessor):
+class HideOutputsAfterTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         tested = False
         for cell in nb.cells:

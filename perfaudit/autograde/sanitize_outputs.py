@@ -25,7 +25,7 @@ from bleach import ALLOWED_ATTRIBUTES, ALLOWED_TAGS
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.v4 import new_output
-from traitlets import default
+from traitlets import Bool, default
 
 # Markup an honest output uses (pandas' to_html: a table with border and class), never style or script.
 TAGS = sorted(set(ALLOWED_TAGS) | {"table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "p", "div",
@@ -46,6 +46,8 @@ SHOWN_AS_TEXT = "*[shown as text: this cell links somewhere other than a web or 
 class SanitizeOutputs(SanitizeHTML):
     """nbconvert's SanitizeHTML, applied to every output, to the student's markdown and raw cells, and to the
     notebook's metadata (see the module docstring)."""
+
+    enabled = Bool(True, help="Whether to sanitize (nbconvert's preprocessors are off unless enabled).").tag(config=True)
 
     @default("tags")
     def _tags_default(self):

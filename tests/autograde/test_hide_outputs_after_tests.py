@@ -77,7 +77,7 @@ def test_feedback_shows_nothing_a_test_handed_the_kernel_whatever_a_later_cell_d
     # update of a display in a cell before the test, which TrustedExecute refused.
     assert [word for word in SHOWN if word not in shown] == ["UPDATED"]
 
-    feedback, _ = HideOutputsAfterTests().preprocess(autograded, {})
+    feedback, _ = HideOutputsAfterTests()(autograded, {})
     shown = _shown(feedback)
     assert [word for word in (*SHOWN, "2875") if word in shown] == []
     assert [o.get("data", {}).get("text/plain") for o in feedback.cells[0].outputs] == ["'an earlier output'"]

@@ -47,7 +47,7 @@ def _sanitized(course):
     nbformat.write(new_notebook(cells=_notebook().cells[:1]), course / "source" / "audit" / "nb.ipynb")
     config = Config({"CourseDirectory": {"root": str(course)}})
     resources = {"nbgrader": {"notebook": "nb", "assignment": "audit"}}
-    return SanitizeOutputs(config=config).preprocess(_notebook(), resources)[0]
+    return SanitizeOutputs(config=config)(_notebook(), resources)[0]
 
 
 def test_no_script_a_submission_wrote_runs_once_sanitized_and_honest_output_is_kept(browser, tmp_path):
@@ -84,6 +84,6 @@ def test_a_pasted_image_and_web_links_keep_a_students_markdown_as_written(tmp_pa
     answer = new_markdown_cell("![chart](attachment:chart.png) as [JAX says](https://docs.jax.dev/), **in bold**")
     answer.attachments = {"chart.png": {"image/png": student_html.PNG}, "x.svg": {"image/svg+xml": "<svg/>"}}
     written = answer.source
-    nb, _ = SanitizeOutputs().preprocess(new_notebook(cells=[answer]), {})
+    nb, _ = SanitizeOutputs()(new_notebook(cells=[answer]), {})
     assert nb.cells[0].source == written
     assert list(nb.cells[0].attachments) == ["chart.png"]
