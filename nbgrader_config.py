@@ -35,6 +35,8 @@ from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 from perfaudit.autograde.dedupe import DropDuplicateIds  # noqa: E402
 from perfaudit.autograde.execute import TrustedExecute  # noqa: E402
 from perfaudit.autograde.feedback import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
+from perfaudit.autograde.sanitize_outputs import SanitizeOutputs  # noqa: E402
 from perfaudit.autograde.submission import RefuseUnsafeSubmission  # noqa: E402
 
 # A submission holding anything but regular files is refused, with the reason, before anything reads it.
@@ -45,17 +47,22 @@ c.Autograde.sanitize_preprocessors = [RefuseUnsafeSubmission] + [
 ]
 # Student cells run once, in a sandboxed kernel; test cells run in the grader, which alone decides their points.
 # A kernel that dies or hangs costs only the cells it had not finished, not the notebook.
+# Last, the student's outputs and markdown become inert text or sanitized HTML: autograded/ is what Formgrader shows
+# the instructor and what feedback is made from.
 c.Autograde.autograde_preprocessors = [
     TrustedExecute if p is Execute else p
     for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
-]
+] + [SanitizeOutputs]
 c.TrustedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
 # The limits on one submission's student code, for plain nbgrader and the batch command alike.
 c.SandboxLimits.memory_mb = 4096  # all of a submission's processes together
 c.SandboxLimits.scratch_mb = 512  # its working folder and, separately, its /tmp: in memory, gone afterwards
-# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks.
+# Feedback shows each test's visible part, score and message: no hidden-test code, no tracebacks; no output of a
+# cell that ran after the first test (the kernel then holds what tests handed it, which the grader keeps to itself);
+# the student's outputs sanitized again (a notebook autograded before SanitizeOutputs was configured).
 _feedback = list(c.GenerateFeedback.get("preprocessors", GenerateFeedback.preprocessors.default()))
-c.GenerateFeedback.preprocessors = _feedback[:1] + [HideHiddenTests] + _feedback[1:]  # after GetGrades
+c.GenerateFeedback.preprocessors = (_feedback[:1] + [HideHiddenTests, HideOutputsAfterTests, SanitizeOutputs]
+                                    + _feedback[1:])  # after GetGrades
 
 # --- the grading service (python -m perfaudit.serve, make serve): feedback before the deadline, with a limit ---
 c.GradingService.graded_per_window = 3  # graded submissions per student in any window before the deadline

@@ -16,4 +16,6 @@ instruments.py the grader's jit: calls timed by the grader's clock, per function
 made_up.py     evidence made up at grading time for hidden tests, and the folders made for them
 dedupe.py      nbgrader's DeduplicateIds, without failing a notebook that has a duplicated cell
 feedback.py    generate_feedback without hidden-test source or tracebacks
+hide_outputs_after_tests.py  feedback without the outputs of cells that ran after the first test
+sanitize_outputs.py  student outputs and markdown as inert text or sanitized HTML (autograded/, feedback)
 """

@@ -139,6 +139,7 @@ class TrustedExecute(Execute):
         self._kernel_up = False
         self._suspect = None  # what failed before any student code ran, to be judged once the kernel is gone
         self._died_unprovoked = False
+        self._tested = False  # whether a test ran yet
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
             nb, resources = super().preprocess(nb, resources, km)
@@ -219,6 +220,17 @@ class TrustedExecute(Execute):
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
+    # Once a test ran, the kernel may hold what the grader keeps to itself (what tests handed it, holds as timed).
+    # Feedback shows no output of a cell after the first test (perfaudit/autograde/feedback.py); nothing the kernel
+    # sends later may rewrite what it shows: an earlier cell's display, or the notebook's widget state.
+    def _update_display_id(self, display_id, msg):
+        if not self._tested:
+            super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        if not self._tested:
+            super().handle_comm_msg(outs, msg, cell_index)
+
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
@@ -289,6 +301,7 @@ class TrustedExecute(Execute):
     def _run_test(self, cell, resources):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
         self._student_namespace()
+        self._tested = True
         self._channel.start_test(self._get_timeout(cell))
         cell.execution_count = None
         try:
