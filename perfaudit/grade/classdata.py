@@ -3,7 +3,8 @@
 What the class report (classreport.py) and the regrade diff (regrade.py) read, from the gradebook (one SQL query, so
 1,000 students cost one round trip, not one per grade) and the autograded notebooks (each failed test cell holds
 the one error the grader wrote: its message for the student). A notebook with no autograded copy was not graded:
-its tests' message is the reason the batch recorded (its state folder, perfaudit/autograde/statefolder.py), "missing: ...".
+its tests' message is the reason the batch recorded in its state folder (perfaudit/autograde/statefolder.py),
+"missing: ...".
 Messages come from submissions (a student's exception can say anything): whoever shows one escapes it.
 """
 
