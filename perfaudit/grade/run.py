@@ -4,8 +4,7 @@ Each student is one self-contained task (perfaudit/grade/task.py) run by a Dask 
 a local cluster by default, or --scheduler); it returns plain data, and this process alone writes the gradebook,
 autograded/ and feedback/ (perfaudit/grade/writer.py). A student counts as graded when the gradebook holds their
 submission and their state in the batch state folder (perfaudit/autograde/statefolder.py) was made from the same
-submitted files; re-running grades only the
-others (or everyone, with regrade=True).
+submitted files; re-running grades only the others (or everyone, with regrade=True).
 """
 
 import hashlib
