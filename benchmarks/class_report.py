@@ -36,6 +36,7 @@ from nbgrader.api import Gradebook  # noqa: E402
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
 from perfaudit import ASSIGNMENT, course, notebooks, paths  # noqa: E402
+from perfaudit.autograde import statefolder  # noqa: E402
 from perfaudit.fixtures import catalog, samples  # noqa: E402
 from perfaudit.grade import classreport, gradebook, records, regrade  # noqa: E402
 from perfaudit.grade.__main__ import main as grade_main  # noqa: E402
@@ -142,7 +143,7 @@ def _copies(graded_root, target, size):
         added.append((student, gradebook.read_submission(url, COURSE_ID, ASSIGNMENT, original)))
         if (target / "autograded" / original).is_dir():
             shutil.copytree(target / "autograded" / original, target / "autograded" / student)
-        state = target / "autograded" / ".batch-grading"
+        state = statefolder.folder(target / "autograded")
         shutil.copy(state / f"{original}.json", state / f"{student}.json")
         kept += [{**r, "student": student} for (s, _), r in newest.items() if s == original]
     with Gradebook(url, COURSE_ID) as gb:

@@ -44,11 +44,11 @@ def generate_checked_course(root):
 
     from perfaudit.autograde.canary import GradingEnvironmentError
     from perfaudit.autograde import envrecord
-    from perfaudit.grade import envcheck, run, worker
+    from perfaudit.grade import envcheck, worker
 
     generate_course(root)
     coursedir = CourseDirectory(config=worker.course_config(root))
-    record = envrecord.record_path(coursedir.db_url, root / "autograded", run.STATE_DIR)
+    record = envrecord.record_path(coursedir.db_url, root / "autograded")
     names = sorted(filename.removesuffix(".ipynb") for filename in paths.STAGES.values())
     try:
         envcheck.once(root, coursedir, ASSIGNMENT, names, {}, record)

@@ -8,6 +8,7 @@ kernel.py      the kernel manager: bubblewrap, a scratch folder in memory, raw o
 sandbox.py     the bubblewrap command line and its refusal without a sandbox
 limits.py      SandboxLimits: the one Configurable for a submission's limits
 memory.py      all of a submission's processes within one memory limit (a cgroup, or a watchdog)
+statefolder.py where grading keeps its own files: autograded/.batch-grading/, records beside the gradebook
 channel.py     the grader's side of the channel to the kernel: plain data, checked on arrival
 agent.py       the kernel's side: answers the grader's questions about the student's objects
 protocol.py    what crosses between the two: requests, tagged values, folders, prompts, and every limit

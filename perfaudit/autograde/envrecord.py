@@ -13,12 +13,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
-from sqlalchemy.engine import make_url
 from traitlets.config.loader import PyFileConfigLoader
 
 import perfaudit
 from perfaudit import ASSIGNMENT, environment, paths
-from perfaudit.autograde import sandbox
+from perfaudit.autograde import sandbox, statefolder
 from perfaudit.grade import versions
 
 RECORD_SUFFIX = ".environment.json"
@@ -26,13 +25,9 @@ RECORD_SUFFIX = ".environment.json"
 GRADING_SECTIONS = ("Execute", "TrustedExecute", "SandboxLimits")
 
 
-def record_path(db_url, autograded_dir, state_dir):
+def record_path(db_url, autograded_dir):
     """Beside a sqlite gradebook (gradebook.db.environment.json), else in the batch command's state folder."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        database = Path(url.database)
-        return database.with_name(database.name + RECORD_SUFFIX)
-    return Path(autograded_dir) / state_dir / "environment.json"
+    return statefolder.beside_gradebook(db_url, autograded_dir, RECORD_SUFFIX, "environment.json")
 
 
 def _files(folder, suffixes=None):
@@ -95,12 +90,11 @@ def earlier_in_this_process(config):
     """The record of a passed check for the environment plain nbgrader grades in with `config`, or None: a sqlite
     gradebook's record, for nbgrader_config.py as it is (settings given on the command line run the canary)."""
     coursedir = CourseDirectory(config=config)
-    url = make_url(coursedir.db_url)
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
+    if statefolder.sqlite_file(coursedir.db_url) is None:
         return None
     course_dir = Path(coursedir.root)
     as_written = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
     if any(dict(config.get(section, {})) != dict(as_written.get(section, {})) for section in GRADING_SECTIONS):
         return None
-    record = record_path(coursedir.db_url, None, None)
+    record = record_path(coursedir.db_url, None)
     return passed_earlier(record, fingerprint(course_dir, coursedir, ASSIGNMENT, {}))

@@ -117,10 +117,10 @@ class TrustedExecute(Execute):
         submitted = copy.deepcopy(nb)
         self._retried = False
         nb, resources = self._run(nb, resources, km)
-        if self._died_unprovoked:
-            self._retried = True  # killed from outside, or the machine's OOM killer chose it: not the student's doing
-            self.log.warning("%s: the kernel died without exceeding its limits; grading the notebook once more",
-                             (resources or {}).get("nbgrader", {}).get("student"))
+        if self._killed_from_outside:
+            self._retried = True  # the machine's records name a cause outside the submission: not the student's doing
+            self.log.warning("%s: the kernel was killed from outside the submission (%s); grading the notebook once "
+                             "more", (resources or {}).get("nbgrader", {}).get("student"), self._killed_from_outside)
             nb, resources = self._run(submitted, resources, km)
         return nb, resources
 
@@ -138,8 +138,8 @@ class TrustedExecute(Execute):
         self._unfilled = []  # grade ids of solution cells that raised NotImplementedError: not filled in yet
         self._kernel_up = False
         self._suspect = None  # what failed before any student code ran, to be judged once the kernel is gone
-        self._died_unprovoked = False
         self._tested = False  # whether a test ran yet
+        self._killed_from_outside = None  # why, when the machine's records show the kernel killed from outside
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
             nb, resources = super().preprocess(nb, resources, km)
@@ -188,9 +188,12 @@ class TrustedExecute(Execute):
         self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
 
     def _kernel_died(self):
-        """The kernel is dead: unprovoked unless the submission's processes went over their memory limit."""
+        """The kernel is dead: the submission's doing (it exited, crashed, killed itself, went over its memory limit)
+        unless the machine's own records name a cause outside it (memory.MemoryLimit.killed_from_outside: the OOM
+        killer chose it for the machine's memory or another group's limit); only then is it graded once more."""
         limit = getattr(self._km, "memory_limit", None)
-        self._died_unprovoked = not self._retried and not (limit is not None and limit.exceeded())
+        if limit is not None and not self._retried:
+            self._killed_from_outside = limit.killed_from_outside()
 
     def create_kernel_manager(self):
         km = self._km = super().create_kernel_manager()

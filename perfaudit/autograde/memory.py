@@ -20,6 +20,11 @@ limits on the grader's own group still hold over what it starts. A command joins
 
 Every write goes to a file inside the cgroup hierarchy found in /proc/self/mountinfo, opened without following
 symlinks; the watchdog only reads /proc and only signals the processes of the tree it watches.
+
+Whether a process of the group was killed from outside the submission is read from the machine's own records,
+never guessed from a death: the group's counters (an OOM kill in the group while the group never hit its own
+limit: a parent group's limit or the machine's memory chose it) and the kernel log's OOM-kill lines naming the
+group or a process of the watched tree (killed_from_outside). A process that exits or kills itself leaves neither.
 """
 
 import functools
@@ -39,6 +44,8 @@ CGROUP_V2, CGROUP_V1, WATCHDOG = "cgroup v2", "cgroup v1", "watchdog"
 PARENT = "perfaudit"  # the group that holds every submission's group
 WATCH_INTERVAL_S = 0.05
 CLOSE_WAIT_S = 5.0  # how long close() waits for a group or tree to empty before giving up (it never raises)
+KMSG = "/dev/kmsg"  # the kernel log, one record per read(2): readable by root, or where dmesg_restrict is 0
+KMSG_RECORDS = 100_000  # at most this many records read: the log's ring is bounded, this bounds the time as well
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MB = 2**20
 
@@ -86,6 +93,51 @@ def _read_int(path: str) -> int | None:
 def _sanitize(name: str) -> str:
     """[A-Za-z0-9_.-] only, no leading dot (so never '.' or '..'), at most 64 characters."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", str(name)).lstrip(".")[:64] or "submission"
+
+
+def _monotonic_us() -> int:
+    """Now, on the kernel log's clock (microseconds since boot, not counting suspend)."""
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+
+
+def _oom_kill_fields(message: str) -> dict[str, str] | None:
+    """The fields of a kernel log line about an OOM kill, or None: the 'oom-kill:' line (constraint, oom_memcg,
+    task_memcg, pid, global_oom) or, on older kernels, the machine's 'Out of memory: Killed process <pid>'."""
+    if message.startswith("oom-kill:"):
+        fields = {}
+        for item in message[len("oom-kill:"):].strip().split(","):
+            key, _, value = item.partition("=")
+            fields[key] = value
+        return fields
+    found = re.match(r"Out of memory: Killed process (\d+)", message)
+    return {"pid": found[1], "global_oom": ""} if found else None
+
+
+def kernel_oom_kills(since_us: int) -> list[dict[str, str]]:
+    """The OOM kills the kernel logged since `since_us` (_monotonic_us), each as _oom_kill_fields; [] where the log
+    cannot be read (no permission, no /dev/kmsg)."""
+    try:
+        fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return []
+    found = []
+    try:
+        for _ in range(KMSG_RECORDS):
+            try:
+                record = os.read(fd, 8192).decode(errors="replace")
+            except BrokenPipeError:  # the oldest records were overwritten while read: the next one is there
+                continue
+            except OSError:  # EAGAIN: the end of the log
+                break
+            head, _, message = record.partition(";")
+            stamp = head.split(",")[2] if head.count(",") >= 2 else ""
+            if stamp.isdigit() and int(stamp) >= since_us:
+                fields = _oom_kill_fields(message.strip())
+                if fields is not None:
+                    found.append(fields)
+    finally:
+        os.close(fd)
+    return found
 
 
 # ------------------------------------------------------------------------------------------------- cgroups
@@ -410,7 +462,9 @@ class MemoryLimit:
         self.name = _sanitize(name)
         self._limit = self.limit_mb * _MB
         self._closed = False
-        self._final: tuple[bool, float | None] | None = None  # (exceeded, usage) read just before removal
+        self._final: tuple[bool, float | None, str | None] | None = None  # (exceeded, usage, killed from
+        # outside) read just before removal
+        self._started_us = _monotonic_us() - 1_000_000  # the kernel log's OOM kills from then on (1 s of margin)
         self._version = 0
         self.path = None
         if mechanism() != WATCHDOG:
@@ -426,6 +480,7 @@ class MemoryLimit:
         # watchdog state
         self._lock = threading.Lock()
         self._seen: dict[int, int] = {}  # pid -> start time of every live process seen in the watched tree
+        self._ever: set[int] = set()  # every pid ever seen in the tree: the kernel log names a killed one by it
         self._peak: int | None = None
         self._killed = False
         self._stop = threading.Event()
@@ -493,6 +548,49 @@ class MemoryLimit:
         except OSError:
             return False
 
+    def killed_from_outside(self) -> str | None:
+        """Why a process of the group was killed by something outside the submission, as the machine recorded it,
+        or None. Outside: an OOM kill while the group never hit its own limit (its counters), or a kernel log line
+        of an OOM kill of the group's process chosen for the machine's memory or for another group's limit."""
+        if self._final is not None:
+            return self._final[2]
+        counts = self._oom_counts()
+        if counts is not None and counts[0] and not counts[1]:
+            return (f"the machine's OOM killer killed {counts[0]} of its processes while they stayed within their "
+                    f"{self.limit_mb} MB (the group's counters)")
+        for fields in kernel_oom_kills(self._started_us):
+            if not self._names_mine(fields):
+                continue
+            if "global_oom" in fields or fields.get("oom_memcg", "") != fields.get("task_memcg", ""):
+                why = "the machine's memory" if "global_oom" in fields else f"the group {fields.get('oom_memcg')}"
+                return f"the kernel log: the OOM killer killed process {fields.get('pid', '?')} for {why}"
+        return None
+
+    def _names_mine(self, fields: dict[str, str]) -> bool:
+        """Whether a kernel log OOM kill is of this group's processes (by the group's path, or a watched pid)."""
+        task_memcg = fields.get("task_memcg", "")
+        if self.path is not None:
+            return task_memcg.startswith("/") and task_memcg != "/" and self.path.endswith(task_memcg)
+        pid = fields.get("pid", "")
+        return pid.isdigit() and int(pid) in self._ever
+
+    def _oom_counts(self) -> tuple[int, int] | None:
+        """(OOM kills of the group's processes, times the group hit its own limit) from its counters, or None
+        (the watchdog, a kernel without the counts, a group gone)."""
+        if self.path is None:
+            return None
+        try:
+            if self._version == 2:
+                events = _keyed(_read(os.path.join(self.path, "memory.events")))
+                return events.get("oom_kill", 0) + events.get("oom_group_kill", 0), events.get("oom", 0)
+            kills = _keyed(_read(os.path.join(self.path, "memory.oom_control"))).get("oom_kill")
+            if kills is None:  # before Linux 4.13
+                return None
+            hits = [_read_int(os.path.join(self.path, f)) or 0 for f in ("memory.failcnt", "memory.memsw.failcnt")]
+            return kills, max(hits)
+        except OSError:
+            return None
+
     def usage_mb(self) -> float | None:
         """The group's peak memory in MB where the mechanism records one (v2 memory.peak, Linux 5.19 and later;
         v1 memory.max_usage_in_bytes), else the watchdog's largest observed sum; None where neither exists."""
@@ -511,7 +609,7 @@ class MemoryLimit:
             return
         self._closed = True
         try:
-            self._final = (self.exceeded(), self.usage_mb())
+            self._final = (self.exceeded(), self.usage_mb(), self.killed_from_outside())
             if self.path is not None:
                 _remove_group(self.path)
                 return
@@ -540,6 +638,7 @@ class MemoryLimit:
     def _check(self) -> None:
         """One look: the tree's resident memory summed; over the limit, the whole tree killed."""
         self._seen = _tree(_processes(), self._seen)
+        self._ever.update(self._seen)
         total = sum(_rss_bytes(pid) for pid in self._seen)
         self._peak = total if self._peak is None else max(self._peak, total)
         if total > self._limit:

@@ -11,5 +11,7 @@ classdata.py every student's score and message per test, read from the gradebook
 items.py     item analysis: pass counts, discrimination, failures grouped by cause
 classreport.py  reports/class-report.html, one self-contained page (python -m perfaudit.grade --report)
 regrade.py   the scores kept before a run grades anyone again, and reports/regrade-<time>.csv
+task.py      one student's grading on a worker, returned as a GradingResult of plain data
+writer.py    the one writer of a GradingResult (batch and service): gradebook, folders, record, state
 records.py   the record behind every graded notebook (--export records)
 """

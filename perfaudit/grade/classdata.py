@@ -3,7 +3,8 @@
 What the class report (classreport.py) and the regrade diff (regrade.py) read, from the gradebook (one SQL query, so
 1,000 students cost one round trip, not one per grade) and the autograded notebooks (each failed test cell holds
 the one error the grader wrote: its message for the student). A notebook with no autograded copy was not graded:
-its tests' message is the reason the batch recorded (autograded/.batch-grading/<student>.json), "missing: ...".
+its tests' message is the reason the batch recorded in its state folder (perfaudit/autograde/statefolder.py),
+"missing: ...".
 Messages come from submissions (a student's exception can say anything): whoever shows one escapes it.
 """
 
@@ -16,6 +17,8 @@ from nbgrader.api import (Assignment, Grade, GradeCell, MissingEntry, Notebook, 
                           SubmittedNotebook)
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
+
+from perfaudit.autograde import statefolder
 
 MESSAGE_CHARS = 400  # one failure message as the report shows it; the rest is cut
 # Every number, signed or not, in a name too (float32 -> float#): what differs between two students' messages for
@@ -93,7 +96,7 @@ def read(url, course_id, assignment, autograded, students=None):
     for student, notebook, test, score in rows:
         if wanted is None or student in wanted:
             data.scores.setdefault(student, {})[f"{notebook}/{test}"] = float(score or 0)
-    state_dir = autograded / ".batch-grading"
+    state = statefolder.State(autograded)
     for student in data.scores:
         data.messages[student] = {}
         for notebook in data.notebooks():
@@ -101,7 +104,7 @@ def read(url, course_id, assignment, autograded, students=None):
             if path.is_file():
                 data.messages[student].update(_failures(path, notebook))
             else:
-                data.not_graded.setdefault(student, {})[notebook] = _reason(state_dir, student, notebook)
+                data.not_graded.setdefault(student, {})[notebook] = _reason(state, student, notebook)
         for test in data.tests:  # a failed test with no error shown: the message says so
             score = data.scores[student].get(test.key, 0)
             if score < test.points and test.key not in data.messages[student]:
@@ -132,10 +135,9 @@ def one_message(output):
     return text if len(text) <= MESSAGE_CHARS else text[:MESSAGE_CHARS] + " ..."
 
 
-def _reason(state_dir, student, notebook):
-    path = state_dir / f"{student}.json"
+def _reason(state, student, notebook):
     try:
-        reasons = json.loads(path.read_text()).get("reasons", {}).get(notebook) or []
+        reasons = (state.record(student) or {}).get("reasons", {}).get(notebook) or []
     except (OSError, ValueError):
         reasons = []
     return "; ".join(reasons) or "not graded: no autograded notebook"

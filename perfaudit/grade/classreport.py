@@ -26,12 +26,13 @@ from nbgrader.api import MissingEntry
 from sqlalchemy.engine import make_url
 
 from perfaudit import ASSIGNMENT
+from perfaudit.autograde import statefolder
 from perfaudit.grade import classdata, items, records, regrade
 from perfaudit.grade.escape import one_line
 
 REPORTS_DIR = "reports"  # in the course directory
 PAGE = "class-report.html"
-NOT_GRADED = "not-graded.json"  # in autograded/.batch-grading/: the last run's students it could not grade
+NOT_GRADED = "not-graded.json"  # in the batch state folder: the last run's students it could not grade
 CAUSES_SHOWN = 5  # failure causes listed per test; the rest are counted
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
 
@@ -236,13 +237,13 @@ def render(data, analysed, newest_records, reports_dir, state_dir, source):
             f"<nav>{nav}</nav>\n" + "\n".join(sections) + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-def build(course_dir, url, course_id, autograded, state_dir_name=".batch-grading"):
+def build(course_dir, url, course_id, autograded):
     """Write reports/class-report.html; return (its path, seconds it took)."""
     started = time.monotonic()
     course_dir, autograded = Path(course_dir), Path(autograded)
-    state_dir = autograded / state_dir_name
+    state_dir = statefolder.folder(autograded)
     data = classdata.read(url, course_id, ASSIGNMENT, autograded)
-    newest_records = records.latest(records.read(records.path_for(autograded, state_dir_name)))
+    newest_records = records.latest(records.read(records.path_for(autograded)))
     reports_dir = course_dir / REPORTS_DIR
     source = f"the gradebook {make_url(url).render_as_string(hide_password=True)} and {autograded}"
     page = render(data, items.analyse(data), newest_records, reports_dir, state_dir, source)
@@ -254,9 +255,9 @@ def build(course_dir, url, course_id, autograded, state_dir_name=".batch-grading
     return path, time.monotonic() - started
 
 
-def after_run(course_dir, url, course_id, autograded, batch, before, when, out, state_dir_name=".batch-grading"):
+def after_run(course_dir, url, course_id, autograded, batch, before, when, out):
     """After a grading run: who it could not grade (kept for the report), the regrade diff, the class report."""
-    course_dir, state_dir = Path(course_dir), Path(autograded) / state_dir_name
+    course_dir, state_dir = Path(course_dir), statefolder.folder(autograded)
     state_dir.mkdir(parents=True, exist_ok=True)
     last = {"run_at": when, "environment": batch.environment, "refused": batch.refused}
     (state_dir / NOT_GRADED).write_text(json.dumps(last, indent=1, sort_keys=True), encoding="utf-8")
@@ -266,7 +267,7 @@ def after_run(course_dir, url, course_id, autograded, batch, before, when, out, 
         path = regrade.write_csv(course_dir / REPORTS_DIR, when, rows) if rows else None
         print(regrade.summary_line(rows, path), file=out)
     try:
-        path, seconds = build(course_dir, url, course_id, autograded, state_dir_name)
+        path, seconds = build(course_dir, url, course_id, autograded)
     except Exception as error:  # noqa: BLE001 - the grades are saved: say so, and how to get the page
         print(f"WARNING: the class report was not written ({type(error).__name__}: {one_line(error)}); the grades "
               "are saved. python -m perfaudit.grade --report writes it from the gradebook.", file=out)

@@ -4,15 +4,24 @@ Students choose their file names, their folder names and the messages of their e
 escape code can clear or recolour the terminal, and a newline can start a line that looks like the tool's own
 ("  classmate_7 01-first-call-vs-steady (0/5): ..."). Here every character that is not printable is shown as its
 Python escape (a newline as \\n, ESC as \\x1b, a right-to-left override as \\u202e), a byte of a file name that is
-not UTF-8 as \\xNN, and the text is cut to a length one line can hold.
+not UTF-8 as \\xNN, and the text is cut to a length one line can hold. A run of blank characters (spaces, tabs,
+Unicode spaces, the fillers that print as nothing) is shown as one space and none is kept at either end: padding
+could otherwise push a forged row, indented like the tool's own, to the start of a line the terminal wraps, at
+whatever width the terminal has.
 """
 
+import re
+
 MAX_CHARS = 2000  # a bound on what one line may print, far above any reason the grader gives
+# Printable characters that show as nothing: Hangul fillers and the blank braille pattern.
+INVISIBLE = "\u115f\u1160\u2800\u3164\uffa0"
+LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # shown escaped (\\n), never as a space: the line stays whole
+_BLANK_RUN = re.compile(f"(?:[^\\S{LINE_BREAKS}]|[{INVISIBLE}])+")
 
 
 def one_line(text, limit=MAX_CHARS):
     """Text from anywhere as one printable line: nothing in it can pose as a line of the tool's own."""
-    text = str(text)
+    text = _BLANK_RUN.sub(" ", str(text)).strip(" ")
     cut = len(text) - limit
     shown = "".join(_shown(char) for char in (text[:limit] if cut > 0 else text))
     return f"{shown} ... [{cut} more characters]" if cut > 0 else shown

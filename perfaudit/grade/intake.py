@@ -4,8 +4,9 @@ Canvas names each file `<lastfirst>_[LATE_]<user id>_<submission id>_<original n
 the extension of a resubmitted file. Moodle downloads a folder (or flattened names) per participant:
 `<Full Name>_<participant id>_assignsubmission_file_[/]<original name>`. The student id becomes
 `<name>_<id>`: readable, and unique even when two students share a name. A browser that saved a second copy as
-`02-retracing (1).ipynb` is read as `02-retracing.ipynb`. Files are read from the download (a folder or a zip)
-and written as new copies; the download is not touched.
+`02-retracing (1).ipynb` is read as `02-retracing.ipynb`, and so is that copy resubmitted to Canvas,
+`02-retracing (1)-1.ipynb`. Files are read from the download (a folder or a zip) and written as new copies; the
+download is not touched.
 
 The download is hostile input: students name their files (and, in Moodle, folders inside their own). So the
 LMS's prefix or participant folder is read at the top of the download only; a file is placed for exactly one
@@ -210,12 +211,14 @@ def lms_fields(entry, notebooks):
 
 
 def _original_name(filename, notebooks):
-    """The notebook's own name when a browser (` (1)`), the LMS (`-1`) or both changed it; else the name as it is."""
+    """The notebook's own name when a browser (` (1)`), the LMS (`-1`) or both changed it; else the name as it is.
+
+    Each suffix is peeled from the outside in, whichever was added last: Canvas's `-1` on a browser's copy
+    (`02-retracing (1)-1.ipynb`) first, and a browser's ` (2)` on a Canvas resubmission (`... -1 (2).ipynb`) first.
+    """
     candidates = [filename]
-    for pattern in (BROWSER_COPY, CANVAS_RESUBMISSION):  # a browser's copy of a resubmission: both, in this order
-        renamed = pattern.match(candidates[-1])
-        if renamed:
-            candidates.append(renamed["stem"] + renamed["ext"])
+    while renamed := (CANVAS_RESUBMISSION.match(candidates[-1]) or BROWSER_COPY.match(candidates[-1])):
+        candidates.append(renamed["stem"] + renamed["ext"])  # shorter each time: the loop ends
     return next((name for name in candidates if name in notebooks), filename)
 
 

@@ -5,8 +5,10 @@ the source notebook (which holds the hidden tests) and of the test cells as the 
 grades with those), the versions of Python, JAX, jaxlib, NumPy, nbgrader and this package with a digest of this
 package's code (an editable install keeps its version number when its code changes), the sandbox's limits, the
 machine that graded it, the time and how long grading the notebook took. One JSON object per graded notebook is
-appended to autograded/.batch-grading/records.jsonl: a regrade appends, nothing is overwritten. Regrading the
-same files in the same environment writes the same record apart from VOLATILE.
+appended to records.jsonl in the batch state folder (perfaudit/autograde/statefolder.py), by the one writer of a
+grading result (perfaudit/grade/writer.py) whether the batch command or the service graded it: a regrade appends,
+nothing is overwritten. Regrading the same files in the same environment writes the same record apart from
+VOLATILE.
 
     python -m perfaudit.grade --export records   # exports/records.jsonl: the record behind each grade held now
 """
@@ -21,6 +23,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from perfaudit.autograde import statefolder
 from perfaudit.grade import versions
 
 FILE = "records.jsonl"
@@ -57,8 +60,8 @@ def machine():
     }
 
 
-def path_for(autograded_dir, state_dir=".batch-grading"):
-    return Path(autograded_dir) / state_dir / FILE
+def path_for(autograded_dir):
+    return statefolder.folder(autograded_dir) / FILE
 
 
 def tests_digests(course_gb, assignment):
@@ -78,7 +81,7 @@ def limits_of(limits, execute):
 
 
 class Recorder:
-    """Appends one record per notebook a task graded; built once per run by the one gradebook writer."""
+    """Appends one record per notebook a task graded; built once per run, for the one writer of results."""
 
     def __init__(self, path, spec, assignment, source_dir, limits, sandbox, tests, maxima):
         self.path, self.assignment, self.limits, self.sandbox = Path(path), assignment, limits, sandbox
@@ -89,28 +92,28 @@ class Recorder:
                         if name.startswith(prefix) and name.endswith(".ipynb")}
 
     def records(self, result):
-        """The records of one task's result (plain data from the worker), one per notebook it graded."""
+        """The records of one task's GradingResult (plain data from the worker), one per notebook it graded."""
         found = []
-        for notebook, graded in sorted((result["results"] or {}).get("notebooks", {}).items()):
-            if f"{notebook}.ipynb" not in result.get("autograded", {}):
+        for notebook, graded in sorted((result.results or {}).get("notebooks", {}).items()):
+            if f"{notebook}.ipynb" not in result.autograded:
                 continue  # not graded (missing, malformed): the gradebook holds its zeros, no record
             scores = {name: score for name, score in sorted(graded["grades"].items())}
             found.append({
-                "student": result["student"],
+                "student": result.student,
                 "assignment": self.assignment,
                 "notebook": notebook,
                 "auto_scores": scores,
                 "score": sum(score or 0 for score in scores.values()),
                 "max_score": self.maxima.get(notebook),
-                "submitted_sha256": result.get("submitted_sha256", {}).get(f"{notebook}.ipynb"),
+                "submitted_sha256": result.submitted_sha256.get(f"{notebook}.ipynb"),
                 "source_sha256": self.sources.get(notebook),
                 "tests_sha256": self.tests.get(notebook),
                 "config_sha256": self.config_sha256,
-                **result.get("machine", {}),
+                **result.machine,
                 "limits": self.limits,
                 "sandbox": self.sandbox,
                 "graded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "seconds": round(result.get("notebook_seconds", {}).get(notebook, 0.0), 3),
+                "seconds": round(result.notebook_seconds.get(notebook, 0.0), 3),
             })
         return found
 
@@ -152,19 +155,19 @@ def export(path, graded, out_path):
     return lines
 
 
-def recorder(autograded, state_dir, spec, course_gb, source_dir, limits, sandbox, config):
+def recorder(autograded, spec, course_gb, source_dir, limits, sandbox, config):
     """The run's Recorder: what every task of it shares (the definition, the limits, the tests as the gradebook
     holds them), computed once."""
     from perfaudit.autograde.execute import TrustedExecute  # the grader's own time limits, as nbgrader reads them
 
     assignment = spec["assignment"]
     maxima = {nb.name: nb.max_score for nb in course_gb.find_assignment(assignment).notebooks}
-    return Recorder(path_for(autograded, state_dir), spec, assignment, source_dir,
+    return Recorder(path_for(autograded), spec, assignment, source_dir,
                     limits_of(limits, TrustedExecute(config=config)), sandbox,
                     tests_digests(course_gb, assignment), maxima)
 
 
-def export_course(course_dir, db_url=None, out_dir=None, state_dir=".batch-grading"):
+def export_course(course_dir, db_url=None, out_dir=None):
     """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
     from nbgrader.api import MissingEntry
 
@@ -186,4 +189,4 @@ def export_course(course_dir, db_url=None, out_dir=None, state_dir=".batch-gradi
     graded = {(s, nb) for s in students for nb in notebooks
               if (autograded / s / ASSIGNMENT / f"{nb}.ipynb").is_file()}
     out_dir = Path(out_dir or Path(course_dir) / EXPORT_DIR)
-    return export(path_for(autograded, state_dir), graded, out_dir / EXPORTED)
+    return export(path_for(autograded), graded, out_dir / EXPORTED)

@@ -1,7 +1,7 @@
 """Regrade diffs: what a grading run changed, student by student and test by test; the scores before it are kept.
 
 Before a run grades anyone the gradebook already holds, their score and failure message on every test is read
-(classdata.py) and kept in autograded/.batch-grading/history/before-<time>.json. After the run the same students
+(classdata.py) and kept in the batch state folder's history/before-<time>.json. After the run the same students
 are read again: each student whose score on any test moved is listed in reports/regrade-<time>.csv, one row per
 test that moved (old and new score, old and new message, old and new total), and the terminal summary says how
 many totals went up and how many down. The class report shows the newest of these files.
@@ -13,10 +13,11 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from perfaudit.autograde import statefolder
 from perfaudit.grade import classdata
 from perfaudit.grade.names import FORMULA_START
 
-HISTORY = "history"  # under autograded/.batch-grading/
+HISTORY = "history"  # in the batch state folder (perfaudit/autograde/statefolder.py)
 PREFIX = "regrade-"
 COLUMNS = ["student", "direction", "old_total", "new_total", "notebook", "test", "old_score", "new_score",
            "old_message", "new_message"]
@@ -28,14 +29,14 @@ def stamp():
     return now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"
 
 
-def snapshot(url, course_id, assignment, autograded, students, when, state_dir=".batch-grading"):
+def snapshot(url, course_id, assignment, autograded, students, when):
     """ClassData of the students about to be graded again (None when there are none), kept on disk first."""
     if not students:
         return None
     before = classdata.read(url, course_id, assignment, autograded, students=students)
     if not before.scores:
         return None
-    folder = Path(autograded) / state_dir / HISTORY
+    folder = statefolder.folder(autograded) / HISTORY
     folder.mkdir(parents=True, exist_ok=True)
     kept = {"taken_at": when, "scores": before.scores, "messages": before.messages}
     (folder / f"before-{when}.json").write_text(json.dumps(kept, indent=1, sort_keys=True), encoding="utf-8")

@@ -2,13 +2,12 @@
 
 Each student is one self-contained task (perfaudit/grade/task.py) run by a Dask worker (perfaudit/grade/engine.py:
 a local cluster by default, or --scheduler); it returns plain data, and this process alone writes the gradebook,
-autograded/ and feedback/. A student counts as graded when the gradebook holds their submission and the record
-in autograded/.batch-grading/<student>.json was made from the same submitted files; re-running grades only the
-others (or everyone, with regrade=True).
+autograded/ and feedback/ (perfaudit/grade/writer.py). A student counts as graded when the gradebook holds their
+submission and their state in the batch state folder (perfaudit/autograde/statefolder.py) was made from the same
+submitted files; re-running grades only the others (or everyone, with regrade=True).
 """
 
 import hashlib
-import json
 import os
 import stat
 import sys
@@ -24,12 +23,11 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
-from perfaudit.autograde import canary, envrecord, sandbox, submission
+from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
                              summary, task, versions, worker)
-
-STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
+from perfaudit.grade.writer import ResultWriter
 
 
 @dataclass
@@ -102,24 +100,6 @@ def fingerprint(folder):
                     digest.update(handle.read())
             digest.update(b"\0")
     return digest.hexdigest()
-
-
-class State:
-    """Per-student records under autograded/.batch-grading/."""
-
-    def __init__(self, autograded_dir):
-        self.dir = Path(autograded_dir) / STATE_DIR
-        self.dir.mkdir(parents=True, exist_ok=True)
-
-    def record(self, student):
-        path = self.dir / f"{student}.json"
-        return json.loads(path.read_text()) if path.exists() else None
-
-    def save(self, student, record):
-        path = self.dir / f"{student}.json"
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
-        tmp.replace(path)
 
 
 def _coursedir(options):
@@ -198,7 +178,7 @@ def run(options, out=sys.stdout):
                              f"(make grade FROM=download.zip) or collect from the exchange (nbgrader collect "
                              f"{ASSIGNMENT}), then run again. Nothing was graded.")
 
-    state = State(autograded)
+    state = statefolder.State(autograded)
     limits = SandboxLimits(config=worker.course_config(course_dir, settings))
     batch = Batch(sandbox=sandbox.status(limits))
     if not options.scheduler:  # a cluster's workers say it themselves, once connected
@@ -226,11 +206,10 @@ def run(options, out=sys.stdout):
         todo[student] = (diagnose.diagnose(work, expected), print_)
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
-    before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when,
-                                      STATE_DIR)
+    before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)
     if "TrustedExecute.canary" not in settings and not options.scheduler and any(f.gradable for f, _ in todo.values()):
         started = time.monotonic()  # once per environment: a record beside the gradebook (perfaudit/grade/envcheck.py)
-        record = envrecord.record_path(url, autograded, STATE_DIR)
+        record = envrecord.record_path(url, autograded)
         batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings, record)
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started
@@ -251,7 +230,7 @@ def run(options, out=sys.stdout):
                    for student in batch.graded if student in before and student in after}
 
     summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
-    classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out, STATE_DIR)
+    classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out)
     print(NEXT, file=out)
     return batch
 
@@ -266,7 +245,7 @@ def _check_versions(batch, out):
 def _record_versions(url, autograded, batch):
     """Beside the gradebook, the versions of every run that graded someone (a run that only skipped adds nothing)."""
     if batch.graded:
-        path = versions.record_path(url, autograded, STATE_DIR)
+        path = versions.record_path(url, autograded)
         versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
@@ -276,15 +255,16 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     progress = Progress(len(todo), options.progress)
     with gradebook.opened(url, course_id) as course_gb:
+        results = ResultWriter(course_gb, coursedir, ASSIGNMENT, state)
         jobs = {}  # {student: notebooks to grade}
-        for student, (found, _) in todo.items():
+        for student, (found, print_) in todo.items():
             worker.remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
             worker.remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
             if found.gradable:
                 jobs[student] = found.gradable
             else:
-                gradebook.record_empty(course_gb, ASSIGNMENT, student)
-                _finish(state, student, todo[student], {}, batch, progress, 0)
+                results.write(student, found, print_)
+                _finish(student, batch, progress, 0)
         if not jobs:
             return
         with tempfile.TemporaryDirectory(prefix="perfaudit-grade-") as scratch_dir:
@@ -299,9 +279,9 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
             print(f"Grading on: {batch.engine}", file=out)
             if options.scheduler:
                 _check_workers_sandbox(client, limits, batch, out)
-            recorder = records.recorder(autograded, STATE_DIR, spec, course_gb, coursedir.source_directory, limits,
-                                        batch.sandbox, worker.course_config(course_dir, settings))
-            writer = _Writer(course_gb, coursedir, state, todo, batch, progress, recorder)
+            results.recorder = records.recorder(autograded, spec, course_gb, coursedir.source_directory, limits,
+                                                batch.sandbox, worker.course_config(course_dir, settings))
+            writer = _Writer(results, todo, batch, progress)
             broken = _run_tasks(client, spec, jobs, settings, options, writer)
     if broken:
         raise canary.GradingEnvironmentError(broken)
@@ -355,11 +335,11 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
                 raise
             writer.not_graded(student, {"every notebook": f"the grader failed ({type(error).__name__}: {error})"})
         else:
-            if not task.is_plain(result):
+            if not task.is_plain_result(result):
                 writer.not_graded(student, {"every notebook": "the grader failed (its result was not plain data)"})
-            elif result["canary"]:  # this worker's environment is broken: stop, grade nobody more
+            elif result.canary:  # this worker's environment is broken: stop, grade nobody more
                 client.cancel(list(futures))
-                return f"{result['canary']} (Dask worker on {result['host']}, process {result['pid']})"
+                return f"{result.canary} (Dask worker on {result.host}, process {result.pid})"
             else:
                 writer.write(result, jobs[student])
         future.release()
@@ -370,23 +350,19 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
 
 
 class _Writer:
-    """The one writer: a task's plain data into the course gradebook, autograded/, feedback/ and the records."""
+    """The batch's side of writing: the one writer (perfaudit/grade/writer.py) and the run's counts and progress."""
 
-    def __init__(self, course_gb, coursedir, state, todo, batch, progress, recorder=None):
-        self.course_gb, self.coursedir, self.state, self.todo = course_gb, coursedir, state, todo
-        self.batch, self.progress, self.recorder = batch, progress, recorder
+    def __init__(self, results, todo, batch, progress):
+        self.results, self.todo, self.batch, self.progress = results, todo, batch, progress
         self.processes = set()  # (host, pid) of every process that graded a student
 
-    def _folder(self, kind, student):
-        return Path(self.coursedir.format_path(kind, student, ASSIGNMENT))
-
     def submitted_folder(self, student):
-        return self._folder(self.coursedir.submitted_directory, student)
+        return self.results.folder(self.results.coursedir.submitted_directory, student)
 
     def zero(self, student, failures):
         """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
-        gradebook.record_empty(self.course_gb, ASSIGNMENT, student)
-        _finish(self.state, student, self.todo[student], failures, self.batch, self.progress, 0)
+        self.results.write(student, *self.todo[student], failures=failures)
+        _finish(student, self.batch, self.progress, 0)
 
     def not_graded(self, student, whys):
         """The environment or the grader failed, not the student ({notebook: why}): nothing of theirs is recorded,
@@ -395,33 +371,16 @@ class _Writer:
         self.progress.step(0)
 
     def write(self, result, notebooks):
-        student = result["student"]
-        self.processes.add((result["host"], result["pid"]))
-        self.batch.task_seconds += result["seconds"]
-        if result["environment"]:
-            self.not_graded(student, result["environment"])
+        student = result.student
+        self.processes.add((result.host, result.pid))
+        self.batch.task_seconds += result.seconds
+        if result.environment:
+            self.not_graded(student, result.environment)
             return
-        if result["results"] is None:  # nbgrader graded none of its notebooks
-            self.zero(student, result["failures"])
-            return
-        gradebook.apply_submission(self.course_gb, ASSIGNMENT, student, result["results"])
-        if self.recorder:  # the record behind each notebook's grade, beside the gradebook
-            self.recorder.write(result)
-        task.write_tree(result["autograded"], self._folder(self.coursedir.autograded_directory, student))
-        task.write_tree(result["feedback"], self._folder(self.coursedir.feedback_directory, student))
-        _finish(self.state, student, self.todo[student], result["failures"], self.batch, self.progress,
-                len(notebooks))
-        if result["feedback_failure"]:
-            record = self.state.record(student)
-            record["feedback_failure"] = result["feedback_failure"]
-            self.state.save(student, record)
+        self.results.write(student, *self.todo[student], result)
+        _finish(student, self.batch, self.progress, 0 if result.results is None else len(notebooks))
 
 
-def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
-    found, print_ = todo_entry
-    reasons = {nb: list(r) for nb, r in found.reasons.items()}
-    for nb, why in failures.items():
-        reasons.setdefault(nb, []).append(why)
-    state.save(student, {"fingerprint": print_, "reasons": reasons, "graded_at": time.time()})
+def _finish(student, batch, progress, notebooks):
     batch.graded.append(student)
     progress.step(notebooks)

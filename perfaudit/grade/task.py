@@ -5,10 +5,11 @@ release notebooks, a gradebook holding the assignment and no student) and, for e
 files as bytes (`submitted_files`). On a worker, `grade` lays the definition out as a private course directory
 (once per worker process, so the canary's once-per-process verdicts hold), writes the submission into it, runs the
 same per-student pipeline as `python -m perfaudit.grade` on one machine (perfaudit/grade/worker.py: nbgrader's
-autograde with the course's plug-ins, student code in the sandbox on that worker), and returns a dict of strings,
-numbers and bytes that the grader's own code built: the scores read from its scratch gradebook, the autograded
-folder's files and the feedback pages as bytes, and the reasons. Nothing student code made crosses back, and the
-client alone writes the course's gradebook and folders.
+autograde with the course's plug-ins, student code in the sandbox on that worker), and returns a GradingResult of
+strings, numbers and bytes that the grader's own code built: the scores read from its scratch gradebook, the
+autograded folder's files and the feedback pages as bytes, and the reasons. Nothing student code made crosses back,
+and the client alone writes the course's gradebook and folders (perfaudit/grade/writer.py, for the batch and the
+service alike).
 """
 
 import hashlib
@@ -17,6 +18,7 @@ import stat
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
@@ -96,6 +98,35 @@ def is_plain(value):
     return value is None or type(value) in (str, bytes, int, float, bool)
 
 
+@dataclass
+class GradingResult:
+    """What one grading task returns: plain data the grader's own code built, nothing student code made."""
+
+    student: str
+    host: str  # the machine and process that graded: a broken one is named, and the canary counts processes
+    pid: int
+    machine: dict  # records.machine(): versions, the package's digest, the machine, for the record behind a grade
+    submitted_sha256: dict  # {relative path: sha256 of the submitted file}
+    canary: str | None = None  # why this process's environment check failed (then nothing was graded), or None
+    failures: dict = field(default_factory=dict)  # {notebook: why nbgrader could not grade it}: the student's 0
+    environment: dict = field(default_factory=dict)  # {notebook: why not graded}: the environment's fault
+    results: dict | None = None  # gradebook.read_submission's scores; None when no notebook was graded
+    autograded: dict = field(default_factory=dict)  # {relative path: bytes} of autograded/<student>/<assignment>/
+    feedback: dict = field(default_factory=dict)  # {relative path: bytes} of feedback/<student>/<assignment>/
+    feedback_failure: str | None = None  # why generate_feedback failed, or None
+    notebook_seconds: dict = field(default_factory=dict)  # {notebook: seconds its conversion took}
+    seconds: float = 0.0  # the whole task, on the worker
+
+    def is_plain(self):
+        """True when every field holds plain data only (is_plain): what crosses back from a worker is checked."""
+        return all(is_plain(getattr(self, f.name)) for f in fields(self))
+
+
+def is_plain_result(value):
+    """True when a task's return value is a GradingResult made of plain data."""
+    return type(value) is GradingResult and value.is_plain()
+
+
 def _course(spec):
     """This process's course directory for the definition, laid out on first use."""
     root = _courses.get(spec["digest"])
@@ -145,35 +176,33 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
         worker.venv_first_on_path()
         started, assignment = time.monotonic(), spec["assignment"]
         root = _course(spec)
-        result = {"student": student, "host": os.uname().nodename, "pid": os.getpid(), "canary": None,
-                  "failures": {}, "environment": {}, "results": None, "autograded": {}, "feedback": {},
-                  "feedback_failure": None, "notebook_seconds": {}, "machine": records.machine(),
-                  "submitted_sha256": {name: records.sha256(data) for name, data in files.items()}}
-        result["canary"] = _canary_failure(root, spec, settings)
-        if result["canary"]:
-            result["seconds"] = time.monotonic() - started
+        result = GradingResult(student=student, host=os.uname().nodename, pid=os.getpid(), machine=records.machine(),
+                               submitted_sha256={name: records.sha256(data) for name, data in files.items()})
+        result.canary = _canary_failure(root, spec, settings)
+        if result.canary:
+            result.seconds = time.monotonic() - started
             return result
         _clear(root, student)
         write_tree(files, root / "submitted" / student / assignment)
         with tempfile.TemporaryDirectory(prefix="perfaudit-scratch-", dir=root) as scratch_dir:
             graded = worker.autograde(str(root), assignment, student, notebooks, str(root / "template.db"),
                                       scratch_dir, settings)
-            result["failures"], result["environment"] = graded["failures"], graded["environment"]
-            result["notebook_seconds"] = graded["notebook_seconds"]
-            if not result["environment"]:
+            result.failures, result.environment = graded["failures"], graded["environment"]
+            result.notebook_seconds = graded["notebook_seconds"]
+            if not result.environment:
                 url = gradebook.sqlite_url(graded["scratch"])
                 course_id = CourseDirectory(config=worker.course_config(root)).course_id
                 try:
-                    result["results"] = gradebook.read_submission(url, course_id, assignment, student)
+                    result.results = gradebook.read_submission(url, course_id, assignment, student)
                 except MissingEntry:  # nbgrader graded none of its notebooks: the failures say why
-                    result["results"] = None
-                result["autograded"] = read_tree(root / "autograded" / student / assignment)
-                if feedback and result["autograded"]:
+                    result.results = None
+                result.autograded = read_tree(root / "autograded" / student / assignment)
+                if feedback and result.autograded:
                     done = worker.feedback(str(root), assignment, student, {**settings, "CourseDirectory.db_url": url})
-                    result["feedback_failure"] = done["failure"]
-                    result["feedback"] = read_tree(root / "feedback" / student / assignment)
+                    result.feedback_failure = done["failure"]
+                    result.feedback = read_tree(root / "feedback" / student / assignment)
         _clear(root, student)
-        result["seconds"] = time.monotonic() - started
+        result.seconds = time.monotonic() - started
         return result
 
 

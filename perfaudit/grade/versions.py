@@ -15,9 +15,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
-
 from perfaudit import paths
+from perfaudit.autograde import statefolder
 
 PACKAGES = ("jax", "jaxlib", "numpy", "nbgrader")  # the packages a grade depends on, after Python itself
 REQUIREMENTS = paths.ROOT / "requirements-cpu.txt"
@@ -96,13 +95,9 @@ def summary_lines(found, drifts):
     return [f"Graded with: {listed}"] + [f"WARNING: {sentence}" for sentence in drifts]
 
 
-def record_path(db_url, autograded_dir, state_dir=".batch-grading"):
-    """Where a run's versions are recorded: beside a sqlite gradebook file, else in autograded/.batch-grading/."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        database = Path(url.database)
-        return database.with_name(database.name + RECORD_SUFFIX)
-    return Path(autograded_dir) / state_dir / "versions.json"
+def record_path(db_url, autograded_dir):
+    """Where a run's versions are recorded: beside a sqlite gradebook file, else in the batch state folder."""
+    return statefolder.beside_gradebook(db_url, autograded_dir, RECORD_SUFFIX, "versions.json")
 
 
 def record(path, found, drifts, students_graded):

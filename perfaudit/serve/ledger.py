@@ -13,19 +13,15 @@ import statistics
 import time
 from pathlib import Path
 
-from sqlalchemy.engine import make_url
+from perfaudit.autograde import statefolder
 
 FILE_SUFFIX = ".serve.json"  # beside a sqlite gradebook: gradebook.db.serve.json
 STATES = ("queued", "grading", "graded", "limited", "failed", "refused")
 
 
 def path_for(db_url, autograded_dir):
-    """Beside a sqlite gradebook file; for another database, in autograded/.batch-grading/ with the batch's records."""
-    url = make_url(db_url)
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        database = Path(url.database)
-        return database.with_name(database.name + FILE_SUFFIX)
-    return Path(autograded_dir) / ".batch-grading" / f"serve{FILE_SUFFIX}"
+    """Beside a sqlite gradebook file; for another database, in the batch state folder with the batch's records."""
+    return statefolder.beside_gradebook(db_url, autograded_dir, FILE_SUFFIX, f"serve{FILE_SUFFIX}")
 
 
 class Ledger:

@@ -3,8 +3,9 @@
 Grading is the batch command's own per-student task (perfaudit/grade/task.py: nbgrader autograde with the course's
 plug-ins, student code sandboxed, tests decided in the grader, generate_feedback without hidden tests) on a Dask
 cluster that lives as long as the service (a local one by default), so each worker process runs the canary once,
-before its first student. This process alone writes the gradebook, autograded/, feedback/, the batch's records
-(so `make grade` later skips a student whose submission is unchanged) and the ledger.
+before its first student. This process alone writes the gradebook, autograded/, feedback/, the record behind each
+grade and the student's batch state, with the batch's own writer (perfaudit/grade/writer.py: `make grade` later
+skips a student whose submission is unchanged), and the ledger.
 
 A student's submissions are handled one at a time, in the order they arrived: submitted/<student>/ holds one
 submission, and the released feedback must be that submission's. Whether a submission is graded is decided when it
@@ -25,8 +26,10 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import sandbox
-from perfaudit.grade import diagnose, engine, gradebook, run, task, worker
+from perfaudit.autograde import sandbox, statefolder
+from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
+from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
@@ -46,11 +49,12 @@ class Service:
         self.exchange = exchange.course_path(config, self.coursedir)
         self.autograded = Path(self.coursedir.format_path(self.coursedir.autograded_directory, ".", ".")).resolve()
         self.ledger = Ledger(path_for(self.url, self.autograded))
-        self.batch_state = run.State(self.autograded)
+        self.batch_state = statefolder.State(self.autograded)
         self.settings = {} if canary else {"TrustedExecute.canary": False}
         self.in_flight = {}  # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
         self.stopping = False
         self.client = None  # the Dask client, while run() runs
+        self.recorder = None  # the record behind each grade (records.Recorder), once run() knows the definition
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind, student):
@@ -179,12 +183,12 @@ class Service:
             except Exception as error:  # the grader's own code failed: the environment's fault, never a 0
                 self.pause(client, name, f"the grader failed on a worker ({type(error).__name__}: {error})")
                 continue
-            if not task.is_plain(result):
+            if not task.is_plain_result(result):
                 self.pause(client, name, "a grading task returned something that is not plain data")
-            elif result["canary"]:
-                self.pause(client, name, f"{result['canary']} (worker on {result['host']}, process {result['pid']})")
-            elif result["environment"]:
-                self.pause(client, name, "; ".join(f"{nb}: {why}" for nb, why in sorted(result["environment"].items())))
+            elif result.canary:
+                self.pause(client, name, f"{result.canary} (worker on {result.host}, process {result.pid})")
+            elif result.environment:
+                self.pause(client, name, "; ".join(f"{nb}: {why}" for nb, why in sorted(result.environment.items())))
             else:
                 try:
                     self.write(name, found, fingerprint, result)
@@ -217,32 +221,20 @@ class Service:
             self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
 
     def write(self, name, found, fingerprint, result, failure=None):
-        """The one writer: scores into the gradebook, autograded/ and feedback/, the batch's record, the release."""
+        """The batch's one writer (gradebook, autograded/, feedback/, the record, the batch state), then the release."""
         student = self.ledger.submissions[name]["student"]
-        autograded = self.folder(self.coursedir.autograded_directory, student)
-        feedback = self.folder(self.coursedir.feedback_directory, student)
-        worker.remove_tree(autograded)
-        worker.remove_tree(feedback)
-        reasons = {nb: list(r) for nb, r in found.reasons.items()}
-        for nb, why in ((result or {}).get("failures") or {}).items():
-            reasons.setdefault(nb, []).append(why)
         with gradebook.opened(self.url, self.course_id) as course_gb:
-            if result and result["results"] is not None:
-                gradebook.apply_submission(course_gb, ASSIGNMENT, student, result["results"])
-                task.write_tree(result["autograded"], autograded)
-                task.write_tree(result["feedback"], feedback)
-            else:
-                gradebook.record_empty(course_gb, ASSIGNMENT, student)
+            writer = ResultWriter(course_gb, self.coursedir, ASSIGNMENT, self.batch_state, self.recorder)
+            failures = {nb: failure for nb in found.gradable} if failure and not result else None
+            reasons = writer.write(student, found, fingerprint, result, failures, graded_by="perfaudit.serve")
             scores = gradebook.scores(course_gb, ASSIGNMENT)[student]
-        self.batch_state.save(student, {"fingerprint": fingerprint, "reasons": reasons, "graded_at": time.time(),
-                                        "graded_by": "perfaudit.serve"})
         record = self.ledger.submissions[name]
-        pages = (result or {}).get("feedback") or {}
+        pages = result.feedback if result else {}
 
         def page(nb):
             if f"{nb}.html" in pages:
                 return notes.with_banner(pages[f"{nb}.html"], record["message"])
-            made = (result or {}).get("feedback_failure")
+            made = result.feedback_failure if result else None
             why = failure or "; ".join(reasons.get(nb) or [
                 f"its feedback page could not be made ({made})" if made else "it is not part of the assignment"])
             return notes.not_graded(nb, why)
@@ -273,6 +265,19 @@ class Service:
             self.ledger.update(other, status="queued")
         self.in_flight.clear()
 
+    def make_recorder(self, client, spec):
+        """The record behind each grade, as the batch command makes it: the same limits, sandbox, tests, versions."""
+        config = worker.course_config(self.course_dir, self.settings)
+        limits = SandboxLimits(config=config)
+        if self.scheduler:  # the workers' sandboxes, as the batch command reads them
+            values = {name: getattr(limits, name) for name in limits.trait_names(config=True)}
+            line = "; ".join(sorted({said for _, said in client.run(task.sandbox_status, values).values()}))
+        else:
+            line = sandbox.status(limits)
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            return records.recorder(self.autograded, spec, course_gb, self.coursedir.source_directory, limits, line,
+                                    config)
+
     # --- the loop ---------------------------------------------------------------------------------------------
     def run(self, until_idle=False):
         """Serve until SIGTERM or SIGINT (or, with until_idle, until nothing is queued or grading)."""
@@ -298,6 +303,7 @@ class Service:
             spec = task.definition(self.course_dir, ASSIGNMENT, self.expected, Path(scratch) / "template.db")
         with engine.cluster(self.scheduler, self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
             self.client = client
+            self.recorder = self.make_recorder(client, spec)
             log(self.out, f"serving {self.exchange / 'inbound'}; grading on: {engine.describe(client)}; "
                           f"{interrupted and f'{len(interrupted)} interrupted grading(s) queued again; ' or ''}"
                           f"limit: {self.limits.graded_per_window} graded per {self.limits.window_hours:g} h")

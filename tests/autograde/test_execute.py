@@ -1,9 +1,22 @@
 """TrustedExecute on small notebooks in a real kernel: the time limit, a dead kernel, tests decided in the grader."""
 
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
 import nbformat
+import psutil
+import pytest
+from courses import NB1, NB2, NB3, NB4, make_course
 from nbformat.v4 import new_code_cell, new_notebook
 
+from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.autograde import memory
 from perfaudit.autograde.execute import NOT_RUN, TrustedExecute
+from perfaudit.fixtures import samples
 
 
 def _run(cells, workdir, **settings):
@@ -138,40 +151,92 @@ def test_a_path_from_the_students_process_cannot_make_a_test_open_the_graders_fi
         assert _grade(cell) == 0
 
 
-def _kill_the_first_kernel_once(after_s, killed):
-    """Another process on the grading machine: SIGKILL to the first kernel it sees, `after_s` after seeing it."""
-    import signal
-    import time
+def _group_of(pid):
+    """The folder of the memory cgroup process pid is in (as memory.py made it for the kernel)."""
+    hierarchy = memory._hierarchy()
+    for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+        number, controllers, path = line.split(":", 2)
+        memory_line = "memory" in controllers.split(",") if hierarchy.version == 1 else number == "0"
+        if memory_line:
+            return Path(hierarchy.mount + path)
+    raise AssertionError(f"process {pid} is in no memory cgroup")
 
-    import psutil
 
+def _alive(process):
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _oom_kill_the_first_kernel_from_outside(killed):
+    """Another group's memory on the grading machine: the first kernel's parent group is limited to what it holds
+    now plus 64 MB, a process in a group beside the kernel's fills it, and the OOM killer of the parent group picks
+    the kernel (oom_score_adj 1000: the most expendable). The limit is lifted as soon as the kernel is gone."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if "ipykernel" in " ".join(child.cmdline()):
-                    time.sleep(after_s)
-                    child.send_signal(signal.SIGKILL)
-                    killed.append(child.pid)
-                    return
-            except psutil.Error:
-                continue
+    kernel = None
+    while kernel is None and time.monotonic() < deadline:
+        kernel = next((c for c in psutil.Process().children(recursive=True)  # the kernel, not bwrap around it
+                       if "ipykernel" in " ".join(c.cmdline()) and c.name() != "bwrap"), None)
         time.sleep(0.05)
+    time.sleep(4.0)  # the kernel has started and is running the cell that sleeps
+    group = _group_of(kernel.pid)
+    parent, version = group.parent, memory._hierarchy().version
+    for pid in (group / "cgroup.procs").read_text().split():
+        Path(f"/proc/{pid}/oom_score_adj").write_text("1000")
+    limit = parent / ("memory.max" if version == 2 else "memory.limit_in_bytes")
+    usage = int((parent / ("memory.current" if version == 2 else "memory.usage_in_bytes")).read_text())
+    beside = parent / f"outside-{os.getpid()}"
+    beside.mkdir()
+    hog = subprocess.Popen([sys.executable, "-c", (
+        "import os, psutil, time\n"
+        f"open({str(beside / 'cgroup.procs')!r}, 'w').write(str(os.getpid()))\n"
+        f"kernel, held = psutil.Process({kernel.pid}), []\n"
+        "while len(held) < 256:\n"
+        "    try:\n        if kernel.status() == psutil.STATUS_ZOMBIE:\n            break\n"
+        "    except psutil.NoSuchProcess:\n        break\n"
+        "    held.append(b'x' * 2**22)\n    time.sleep(0.01)\n")])
+    try:
+        limit.write_text(str(usage + 64 * 2**20))
+        while time.monotonic() < deadline and _alive(kernel):
+            time.sleep(0.02)
+        killed.append(kernel.pid)
+    finally:
+        limit.write_text("max" if version == 2 else "-1")
+        hog.wait(timeout=60)
+        beside.rmdir()
 
 
-def test_a_kernel_killed_from_outside_is_graded_once_more(tmp_path):
-    """No cause inside the notebook (another process killed the kernel): the notebook runs once more, in a new kernel,
-    and keeps everything it would have had."""
-    import threading
-
+@pytest.mark.skipif(os.geteuid() != 0 or memory.mechanism() == memory.WATCHDOG,
+                    reason="an OOM kill from outside the kernel's group needs a memory cgroup this process may limit")
+def test_a_kernel_the_oom_killer_chose_for_another_group_is_graded_once_more(tmp_path):
+    """A cause outside the notebook the machine recorded (the OOM killer chose the kernel for memory another group
+    used): the notebook runs once more, in a new kernel, and keeps everything it would have had."""
     killed = []
-    killer = threading.Thread(target=_kill_the_first_kernel_once, args=(3.0, killed), daemon=True)
+    killer = threading.Thread(target=_oom_kill_the_first_kernel_from_outside, args=(killed,), daemon=True)
     killer.start()
-    nb = _run(["import time\ntime.sleep(8)", "print('done')"], tmp_path, timeout=30)
-    killer.join(timeout=5)
+    nb = _run(["import time\ntime.sleep(12)", "print('done')"], tmp_path, timeout=30)
+    killer.join(timeout=60)
     assert len(killed) == 1
     assert [_errors(cell) for cell in nb.cells] == [[], []]
     assert nb.cells[1].outputs[0].text == "done\n"
+
+
+@pytest.mark.slow
+def test_a_kernel_that_kills_itself_is_graded_once_and_keeps_the_points_before(tmp_path):
+    """No record of a cause outside the notebook (the kernel sent itself SIGKILL): graded once, as it is, with
+    the points of the tests that passed before it died."""
+    root = make_course(tmp_path / "course")
+    student = "kills-itself-in-02-after-3-points"
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    kills_itself = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)  # the kernel kills itself"
+    sample = samples.Sample(replaced={(2, "jaxpr_text"): lambda solution: f"{kills_itself}\n\n{solution}"})
+    nbformat.write(samples.submission(sample, 2), folder / paths.STAGES[2])
+    said = course.nbgrader("autograde", ASSIGNMENT, f"--student={student}", course_dir=root)
+    assert course.scores(root) == {student: {NB1: (0, 5), NB2: (3, 6), NB3: (0, 4), NB4: (0, 5)}}
+    assert "grading the notebook once more" not in said
+    assert said.count("stopped the notebook: the kernel died while running this cell") == 1, said
 
 
 def test_a_demonstration_the_instructor_tagged_is_not_run_while_grading(tmp_path):

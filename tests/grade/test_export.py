@@ -123,5 +123,5 @@ def test_an_lms_id_two_graded_students_share_is_exported_for_neither(tmp_path):
         "folder that is not this student's and grade it again",
         "  NOT IN ROSTER doejane_12345: 5/20 not exported",
         "  NOT IN ROSTER takes-jane-s-row_12345: 20/20 not exported",
-        "  NOT IN ROSTER x\\n  NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
+        "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
     ]

@@ -123,7 +123,7 @@ def test_nothing_from_a_submission_poses_as_a_line_of_the_tool_s_own(graded):
     problems = out[out.index("Zeros and problems:"):out.index("Tests passed")].splitlines()[1:]
     assert not [line for line in problems if line.startswith(f"  {HONEST} ")]  # full marks: no problem to report
     assert any(line.startswith("  forged-summary-line-in-file-name-scores-0 02-retracing (0/6): misnamed: submitted as "
-                               "'\\x1b[2Jx\\n  full-marks_777 02-retracing") for line in problems)
+                               "'\\x1b[2Jx\\n full-marks_777 02-retracing") for line in problems)  # padding: 1 space
     assert any(line.startswith("  exception-with-escape-codes-scores-0 01-first-call-vs-steady (0/5): no test passed; "
                                "first: ") and "\\x1b[2J\\x1b[32mall tests passed" in line
                for line in problems)

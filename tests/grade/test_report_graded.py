@@ -25,7 +25,8 @@ from perfaudit.fixtures import samples
 from perfaudit.grade import records, regrade
 from perfaudit.grade.__main__ import main
 from perfaudit.grade.classreport import PAGE, REPORTS_DIR
-from perfaudit.grade.run import Options, State, run
+from perfaudit.autograde.statefolder import State
+from perfaudit.grade.run import Options, run
 
 pytestmark = pytest.mark.slow  # minutes: three grading runs
 

@@ -6,8 +6,11 @@ any page it released. Killed (SIGKILL, its Dask workers with it) while grading a
 submission once and the earlier one not again. A fourth submission within the window is collected, not graded,
 and its feedback says when the next graded one is possible. A submission whose grading outlasts the task's time
 is stopped and its student told, and the next is graded. A broken environment tells the student "not graded
-yet" and records no score; the service started again in a sound one grades the submission.
+yet" and records no score; the service started again in a sound one grades the submission. A grading by the service
+writes the record behind the grade that the batch command writes for the same files.
 """
+
+import io
 
 import nbformat
 import pytest
@@ -17,6 +20,8 @@ from serve_course import course_with_exchange, fetch_feedback, service, student_
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
+from perfaudit.grade import records
+from perfaudit.grade.run import Options, run
 from perfaudit.serve import notes
 
 pytestmark = pytest.mark.slow  # minutes: the service grades several submissions, one at a time
@@ -88,6 +93,28 @@ def test_graded_limited_and_killed_mid_grading_with_nothing_lost_or_graded_twice
 
     leaked = [line for data in released_pages(root).values() for line in hidden_test_lines() if line in data.decode()]
     assert not leaked, f"released feedback shows hidden tests: {leaked[:3]}"
+
+
+def test_a_service_grading_writes_the_record_the_batch_writes(tmp_path):
+    """The record behind a grade is the same whoever graded the files: the service, then the batch command on the
+    submission the service collected. Field by field, apart from the time and the seconds it took."""
+    root = course_with_exchange(tmp_path / "course", settings=SETTINGS)
+    student = student_home(tmp_path / "student", root / "exchange")
+    with service(root, *FAST) as running:
+        submit(student, "correct")
+        wait_for(root, lambda f: statuses(f) == ["graded"], "the submission graded", service=running)
+    log = records.path_for(root / "autograded")
+    served = records.read(log)
+    assert [(r["student"], r["notebook"], r["score"]) for r in served] == [(STUDENT, STEM, 5)], \
+        "the service wrote no record behind the grade"
+
+    run(Options(course_dir=root, workers=1, regrade=True, canary=False, feedback=False, progress=False),
+        out=io.StringIO())
+    assert course.scores(root) == {STUDENT: {STEM: (5, 5)}}
+    by_service, by_batch = records.read(log)
+    assert sorted(by_service) == sorted(by_batch)
+    for field in sorted(set(by_batch) - set(records.VOLATILE)):
+        assert by_service[field] == by_batch[field], field
 
 
 def test_a_broken_environment_says_not_graded_yet_and_the_repaired_one_grades(tmp_path, monkeypatch):
