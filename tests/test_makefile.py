@@ -67,3 +67,12 @@ def test_the_venv_is_made_with_python_3_11_or_the_newest_later_one_and_says_whic
                           capture_output=True, text=True, check=True, env={"PATH": str(bin_dir)})
     assert f"Making .venv with {chosen} ($({chosen} --version 2>&1))" in done.stdout
     assert f"\n{chosen} -m venv .venv\n" in done.stdout
+
+
+def test_what_grading_writes_beside_the_gradebook_is_ignored_by_git():
+    recipe = re.search(r"^reset-course:.*\n(?:\t.*\n)*", (paths.ROOT / "Makefile").read_text(), re.M)[0]
+    beside = sorted(set(re.findall(r"\bgradebook\.db[\w.]*", recipe)))
+    assert "gradebook.db.serve.json" in beside
+    done = subprocess.run(["git", "check-ignore", "--no-index", *beside], cwd=paths.ROOT, capture_output=True,
+                          text=True)
+    assert sorted(done.stdout.split()) == beside
