@@ -1,5 +1,9 @@
 # Each target sets up what it needs: .venv is made from requirements-cpu.txt when missing or stale.
-PYTHON ?= python3
+# The Python that makes .venv: python3.11 (what requirements-cpu.txt pins for), else the newest 3.11 or later on
+# PATH, else python3; `make PYTHON=/path/to/python3.11 ...` names another. Said when .venv is made.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell for v in 3.11 3.14 3.13 3.12; do command -v python$$v >/dev/null 2>&1 && echo python$$v && break; done),python3)
+endif
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 # The venv's bin first: nbgrader calls the `alembic` command and must find the venv's.
@@ -23,6 +27,8 @@ help:  ## list the targets and what each does
 	@grep -E '^[a-zA-Z_.-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]+):.*## (.*)/  \1\t\2/' | expand -t 18
 
 $(VENV)/installed: requirements-cpu.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(None if v >= (3, 11) else f"$(PYTHON) is Python {v.major}.{v.minor}; the course needs 3.11 or later: install python3.11 (README.md) or name one, make PYTHON=/path/to/python3.11")'
+	@echo "Making $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1))"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements-cpu.txt
@@ -55,7 +61,7 @@ check: $(VENV)/installed  ## instructors' checker with hidden tests: make check 
 	python -m perfaudit.check --implementation $(IMPLEMENTATION) --stage $(STAGE)
 
 # Student code runs in bubblewrap (docs/grading-security.md, "How grading works"); without it grading refuses unless PERFAUDIT_UNSANDBOXED=1.
-feedback: $(VENV)/installed  ## after manual grading in Formgrader: every feedback page and the last LMS export again, from the gradebook
+feedback: $(VENV)/installed  ## after manual grading in Formgrader: every feedback page and each LMS export again, from the gradebook
 	python -m perfaudit.grade --feedback-only
 
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary

@@ -20,6 +20,9 @@ c.ClearSolutions.enforce_metadata = False
 # Validate (button and command) reports every failing cell, the unfilled solution cell's NotImplementedError
 # first, not only the graded cells' NameErrors that follow from it.
 c.Validator.validate_all = True
+# Validate in a terminal cuts each line at width - 3 characters (90 by default): the notebooks' lines are up to
+# 120, like the course's code.
+c.Validator.width = 123
 # A local exchange beside this file (not committed), so that JupyterLab's Assignments view (make lab) and
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
 c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")

@@ -8,6 +8,9 @@ Without --implementation it runs the student's working copy (work/performance-au
 first use) as it is: the visible checks only, since hidden tests exist only where they are graded. The instructor's
 `solution` runs the notebook in source/; `starter` runs the release in notebooks/ with the instructor's locked
 cells (hidden tests included) put back, as nbgrader autograde does. Exit status 0 on PASS, 1 on FAIL.
+
+The first line counts the checks that ran (test cells and self-check cells) and names those that failed. It never
+shows points: a visible check passing here says nothing of the hidden tests that grading adds.
 """
 
 import argparse
@@ -30,6 +33,7 @@ HIDDEN_TESTS_NOTE = ("  Hidden tests run only when your work is graded: they try
                      "here does not promise their points.")
 STUB = "raise NotImplementedError("  # the start of the release's stub (nbgrader_config.py)
 CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell not filled in yet
+SELF_CHECK = "selfcheck_"  # the grade ids of the ungraded self-check cells between a solution and its tests
 
 
 def unfilled_cells(nb):
@@ -51,34 +55,46 @@ def run_stage(implementation, stage, evidence_dir):
     """Run one stage with the hidden tests (instructors: source/ is needed); return (passed, lines to print)."""
     source = notebooks.read(paths.SOURCE / paths.STAGES[stage])
     nb, missing = stage_notebook(implementation, stage, source)
-    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in source.cells)
     folder = paths.SOURCE if implementation == "solution" else paths.RELEASE  # where its neighbours are
-    return _verdict(nb, missing, total, f"stage {stage} ({implementation})", stage, evidence_dir, folder)
+    return _verdict(nb, missing, f"stage {stage} ({implementation})", "checks (hidden tests included)", stage,
+                    evidence_dir, folder)
 
 
 def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT):
     """Run the student's working copy of one stage as it is; return (passed, lines to print)."""
     work, _ = workcopy.ensure(course_dir)
     nb = notebooks.read(work / paths.STAGES[stage])
-    total = sum(notebooks.nbgrader_meta(c).get("points", 0) for c in nb.cells)
-    where = f"stage {stage} (your notebook {Path(work.parent.name, work.name, paths.STAGES[stage])}, visible checks)"
-    passed, lines = _verdict(nb, [], total, where, stage, evidence_dir, work)
+    where = f"stage {stage} (your notebook {Path(work.parent.name, work.name, paths.STAGES[stage])})"
+    passed, lines = _verdict(nb, [], where, "visible checks", stage, evidence_dir, work)
     return passed, [lines[0], HIDDEN_TESTS_NOTE, *lines[1:]]
 
 
-def _verdict(nb, missing, total, what, stage, evidence_dir, folder):
+def is_check(result):
+    """A check the checker counts: a test cell (its visible part, or all of it with the hidden tests) or a
+    self-check cell."""
+    return result.kind == "test" or result.grade_id.startswith(SELF_CHECK)
+
+
+def headline(verdict, what, results, missing, kind):
+    """The first line: how many checks ran and which failed; never points, which only grading gives."""
+    checks = [r for r in results if is_check(r)]
+    failed = [r.grade_id for r in checks if not r.passed] + list(missing)
+    ran = len(checks) + len(missing)
+    line = (f"{verdict} {ASSIGNMENT} {what}: {len(failed)} of {ran} {kind} failed: {', '.join(failed)}" if failed
+            else f"{verdict} {ASSIGNMENT} {what}: {ran} of {ran} {kind} passed")
+    others = [r.grade_id for r in results if not r.passed and not is_check(r)]
+    return line + (f"; other cells failed: {', '.join(others)}" if others else "")
+
+
+def _verdict(nb, missing, what, kind, stage, evidence_dir, folder):
     # The kernel runs in a folder of its own; notebook 4 reads notebook 3 from `folder` (perfaudit/reuse.py).
     env = {paths.EVIDENCE_ENV: str(evidence_dir), reuse.FOLDER_ENV: str(Path(folder).resolve())}
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
         executed = notebooks.execute(nb, cwd, env=env)
     results = notebooks.cell_results(executed)
-    tests = [r for r in results if r.kind == "test"]
     failed = [r for r in results if not r.passed]
-    earned = sum(r.points for r in tests if r.passed)
     passed = not failed and not missing
-    verdict = "PASS" if passed else "FAIL"
-    lines = [f"{verdict} {ASSIGNMENT} {what}: {earned:g}/{total:g} points, "
-             f"{sum(r.passed for r in tests)}/{len(tests) + len(missing)} checks"]
+    lines = [headline("PASS" if passed else "FAIL", what, results, missing, kind)]
     unfilled = unfilled_cells(nb)
     if unfilled:
         lines.append(f"  Not filled in yet: {', '.join(unfilled)} "
@@ -87,7 +103,9 @@ def _verdict(nb, missing, total, what, stage, evidence_dir, folder):
         lines.append(f"  - {grade_id}: this graded cell is missing from your notebook (it counts as failed).")
     for r in failed:
         if r.kind == "test":
-            lines.append(f"  - {r.grade_id} ({r.points:g} pt): {explain(r)}")
+            lines.append(f"  - {r.grade_id}: {explain(r)}")
+        elif r.grade_id.startswith(SELF_CHECK):
+            lines.append(f"  - self-check {r.grade_id}: {explain(r)}")
         elif not (unfilled and r.error.startswith(CASCADE)):
             lines.append(f"  - cell {r.grade_id}: {explain(r)}")
     if stage in (3, 4):

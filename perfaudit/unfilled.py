@@ -3,7 +3,9 @@
 The release's stub raises only when its function is called, most often from a self-check inside
 perfaudit/checks.py, so a plain traceback walks through the course's code and names the student's cell last.
 Imported with the checks (the setup cell), this makes IPython (JupyterLab, Validate, the checker's kernels) print
-one line before that traceback, naming the function whose cell still holds the stub. Other errors are untouched.
+one line before that traceback, naming the function whose cell still holds the stub. A check's failure
+(an AssertionError raised in perfaudit/checks/) shows as the student's lines and the check's whole message, wrapped
+to fit Validate's terminal lines, without the check's own frames. Other errors are untouched.
 """
 
 STUB_MESSAGE = "Fill in this cell"  # the start of the stub's message (nbgrader_config.py, ClearSolutions.code_stub)
@@ -24,6 +26,12 @@ def lead_line(tb):
 
 
 def _show(shell, etype, value, tb, tb_offset=None):
+    from perfaudit.checks import failure
+
+    if issubclass(etype, AssertionError) and failure.raised_by_a_check(tb):  # a check's message, not its code
+        stb = failure.student_traceback(value, tb)
+        shell._showtraceback(etype, value, stb)
+        return stb
     stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     if str(value).startswith(STUB_MESSAGE):
         stb = [lead_line(tb), *stb]
@@ -32,9 +40,10 @@ def _show(shell, etype, value, tb, tb_offset=None):
 
 
 def install():
-    """In IPython, show the stub's NotImplementedError with its lead line; elsewhere do nothing."""
+    """In IPython, show the stub's NotImplementedError with its lead line, and a failed check as its message with
+    the student's own lines only (perfaudit/checks/failure.py); elsewhere do nothing."""
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is not None and not shell.custom_exceptions:  # never replace a handler someone else set
-        shell.set_custom_exc((NotImplementedError,), _show)
+        shell.set_custom_exc((NotImplementedError, AssertionError), _show)

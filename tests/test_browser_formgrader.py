@@ -99,7 +99,7 @@ def test_a_score_changed_in_formgrader_reaches_feedback_and_the_canvas_export(tm
         assert out.splitlines()[1:4] == [
             f"export to canvas written again (as last asked: --export canvas --roster {root.resolve()}/canvas.csv)",
             f"grades: {root.resolve()}/exports/canvas-grades.csv",
-            "2 of 2 graded students matched to 2 roster rows"], out
+            "2 of 2 graded students matched to the roster's 2 students"], out
         assert _canvas_column(root) == ["Audit (9)", "4.5", "0"]
         page_text = ann_feedback.read_text()
         assert f"{STEM} (Score: 4.5 / 5.0)" in page_text

@@ -166,9 +166,9 @@ RECIPES = {
 
 # {command: why no test runs it}
 NOT_RUN = {
-    "sudo apt-get install python3.11 python3.11-venv make bubblewrap": "installs system packages, as root, from the "
+    "apt-get install python3.11 python3.11-venv make bubblewrap": "installs system packages, as root, from the "
     "network (.ci/run installs bubblewrap so on CI)",
-    "sudo apt-get install chromium postgresql": "installs system packages, as root, from the network (.ci/run does)",
+    "apt-get install chromium postgresql": "installs system packages, as root, from the network (.ci/run does)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "

@@ -4,6 +4,8 @@ import re
 import shutil
 import subprocess
 
+import pytest
+
 from perfaudit import paths
 
 
@@ -36,3 +38,41 @@ def test_clean_keeps_submissions_and_the_gradebook_and_reset_course_removes_them
     assert not any(p.exists() for p in made_again)
     make("reset-course", cwd=tmp_path)
     assert not any(p.exists() for p in kept)
+
+
+def _fake_pythons(folder, versions):
+    """A PATH folder whose python3.X commands say they are that version (and python3 the oldest)."""
+    folder.mkdir()
+    for name, version in versions.items():
+        script = folder / name
+        script.write_text(f"#!/bin/sh\necho Python {version}\n")
+        script.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("makefile", [paths.ROOT / "Makefile", paths.ROOT / "perfaudit" / "student_files" / "Makefile"])
+@pytest.mark.parametrize("found, chosen", [
+    ({"python3": "3.10.12", "python3.11": "3.11.9", "python3.12": "3.12.3"}, "python3.11"),
+    ({"python3": "3.10.12", "python3.12": "3.12.3", "python3.13": "3.13.1"}, "python3.13"),
+    ({"python3": "3.12.3"}, "python3"),
+])
+def test_the_venv_is_made_with_python_3_11_or_the_newest_later_one_and_says_which(makefile, found, chosen, tmp_path):
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(makefile, course / "Makefile")
+    for name in ("requirements-cpu.txt", "pyproject.toml"):
+        (course / name).write_text("")
+    bin_dir = _fake_pythons(tmp_path / "bin", found)
+    done = subprocess.run([shutil.which("make"), "--no-print-directory", "-n", ".venv/installed"], cwd=course,
+                          capture_output=True, text=True, check=True, env={"PATH": str(bin_dir)})
+    assert f"Making .venv with {chosen} ($({chosen} --version 2>&1))" in done.stdout
+    assert f"\n{chosen} -m venv .venv\n" in done.stdout
+
+
+def test_what_grading_writes_beside_the_gradebook_is_ignored_by_git():
+    recipe = re.search(r"^reset-course:.*\n(?:\t.*\n)*", (paths.ROOT / "Makefile").read_text(), re.M)[0]
+    beside = sorted(set(re.findall(r"\bgradebook\.db[\w.]*", recipe)))
+    assert "gradebook.db.serve.json" in beside
+    done = subprocess.run(["git", "check-ignore", "--no-index", *beside], cwd=paths.ROOT, capture_output=True,
+                          text=True)
+    assert sorted(done.stdout.split()) == beside

@@ -2,6 +2,7 @@
 
 import shutil
 
+import pytest
 from nbconvert.filters import strip_ansi
 from nbgrader.validator import Validator
 from traitlets.config.loader import PyFileConfigLoader
@@ -21,3 +22,37 @@ def test_validate_leads_with_the_cell_to_fill_in(tmp_path):
     assert first[-1].startswith("NotImplementedError: Fill in this cell"), first
     # An error that is not the stub's shows as it always did.
     assert all(not f["raw_error"].startswith("Fill in") for f in failed if "NameError" in f["raw_error"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_file", [paths.ROOT / "nbgrader_config.py",
+                                         paths.ROOT / "perfaudit" / "student_files" / "nbgrader_config.py"])
+@pytest.mark.parametrize("sample, stage, check, words", [
+    ("stage1-unsynchronized-clock", 1, "checks.check_time_call(time_call)",
+     "time_call never waited for the result of the call it timed: JAX returns before the work is done."),
+    ("stage2-forgot-jit", 2, "checks.check_counts_traces_not_calls(audited, traces)",
+     "your counter counts calls, not traces. JAX runs the Python body of a jitted function only while it traces"),
+])
+def test_validate_shows_a_failed_check_s_whole_message_and_no_frame_of_the_checks(config_file, sample, stage, check,
+                                                                                  words, tmp_path):
+    """Validate in a terminal cuts each line past its width: every line arrives whole, the check's message wrapped,
+    and the traceback stops at the student's call of the check."""
+    import io
+
+    import nbformat
+
+    from perfaudit.fixtures import samples
+
+    shutil.copy(config_file, tmp_path)
+    nbformat.write(samples.submission(samples.SAMPLES[sample], stage), tmp_path / paths.STAGES[stage])
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    printed = io.StringIO()
+    validator = Validator(config=config)
+    validator.stream = printed
+    validator.validate_and_print(str(tmp_path / paths.STAGES[stage]))
+    out = strip_ansi(printed.getvalue())
+    assert "perfaudit/checks/" not in out and "IPython" not in out, out
+    assert "(the check's own code is left out: its message says what it found)" in out
+    assert "...\n" not in out, "no line is cut"
+    assert words in " ".join(line.strip() for line in out.splitlines()), out
+    assert check in out

@@ -10,6 +10,8 @@ per subject a student meets, so a failing check's traceback stays among what it 
   evidence.py  report.json, the files beside it, the first call decomposed, the cost model
   measured.py  evidence measured during a call, through a jit the caller hands in (hidden tests)
   stages.py    notebook 4's own timing of trace, lower, compile and the compiled program's runs
+  selfcheck.py each notebook's central mistake, caught by its visible self-check (calls counted as traces, a
+               warm first call, a stage timing that holds another stage)
   held.py      results whose readiness someone else decides (how a check knows the caller waited)
   failure.py   how a check fails
 
@@ -31,6 +33,8 @@ from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, IDENTITY_DIAGON
 from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
                                      check_first_call_measured, check_seconds, check_summarize, check_time_call,
                                      check_timings)
+from perfaudit.checks.selfcheck import (check_counts_traces_not_calls, check_first_call_is_cold,
+                                        check_stages_are_their_own)
 from perfaudit.checks.stages import check_stages, check_time_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,

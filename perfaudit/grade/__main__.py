@@ -5,7 +5,7 @@
     python -m perfaudit.grade --regrade             # grade everyone again, graded or not
     python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
     python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
-    python -m perfaudit.grade --feedback-only       # after Formgrader: feedback and the last export again
+    python -m perfaudit.grade --feedback-only       # after Formgrader: feedback and each LMS export again
     python -m perfaudit.grade --report              # reports/class-report.html (also written after every run)
     python -m perfaudit.grade --export records      # exports/records.jsonl: what graded each notebook
 """
@@ -58,7 +58,7 @@ def command_line():
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
     parser.add_argument("--feedback-only", action="store_true", help="grade nobody: write every student's feedback "
-                        "again from the gradebook (after manual grading in Formgrader) and the last --export again")
+                        "again from the gradebook (after manual grading in Formgrader) and the last --export to each LMS again")
     lms = parser.add_argument_group("reports and exports (no grading: they read the gradebook, autograded/ and "
                                     "feedback/)")
     lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "

@@ -98,34 +98,47 @@ def read(url, course_id, assignment, autograded, students=None):
             data.scores.setdefault(student, {})[f"{notebook}/{test}"] = float(score or 0)
     state = statefolder.State(autograded)
     for student in data.scores:
-        data.messages[student] = {}
+        data.messages[student], worth = {}, {}
         for notebook in data.notebooks():
             path = autograded / student / assignment / f"{notebook}.ipynb"
             if path.is_file():
-                data.messages[student].update(_failures(path, notebook))
+                failures, worth_then = _failures(path, notebook)
+                data.messages[student].update(failures)
+                worth.update(worth_then)
             else:
                 data.not_graded.setdefault(student, {})[notebook] = _reason(state, student, notebook)
         for test in data.tests:  # a failed test with no error shown: the message says so
             score = data.scores[student].get(test.key, 0)
             if score < test.points and test.key not in data.messages[student]:
                 data.messages[student][test.key] = data.not_graded.get(student, {}).get(
-                    test.notebook, f"no error shown; {score:g} of {test.points:g} points")
+                    test.notebook, _no_error(score, test.points, worth.get(test.key, test.points)))
     return data
 
 
+def _no_error(score, points, points_then):
+    """A test below its points with no error shown, against the points it had when graded: a full score of an older
+    version of the test is said to be one, not "1 of 2 points"."""
+    if points_then == points:
+        return f"no error shown; {score:g} of {points:g} points"
+    return f"no error shown; {score:g} of {points_then:g} points when graded (the test is worth {points:g} now)"
+
+
 def _failures(path, notebook):
-    """{test key: the error the grader wrote in that test cell} for one autograded notebook."""
-    found = {}
+    """({test key: the error the grader wrote in that test cell}, {test key: its points when graded}) for one
+    autograded notebook."""
+    found, worth = {}, {}
     cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
     for cell in cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if not meta.get("grade") or cell.get("cell_type") != "code":
             continue
+        if isinstance(meta.get("points"), (int, float)):
+            worth[f"{notebook}/{meta.get('grade_id')}"] = float(meta["points"])
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 found[f"{notebook}/{meta.get('grade_id')}"] = one_message(output)
                 break
-    return found
+    return found, worth
 
 
 def one_message(output):

@@ -36,7 +36,7 @@ CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"
 MOODLE_PARTICIPANT = re.compile(r"^Participant (\d+)$")
 EXPORT_DIR = "exports"
-LAST = ".last-export.json"  # under exports/: what the last --export was asked
+LAST = ".last-export.json"  # under exports/: what the last --export to each LMS was asked
 
 
 @dataclass
@@ -111,7 +111,7 @@ def canvas(roster_path, grades, record, column=None):
     if column not in header:
         raise SystemExit(f"{roster_path} has no column {column!r}.")
     at = header.index(column)
-    out, matched = [CANVAS_FIXED + [column]], set()
+    out, matched, students = [CANVAS_FIXED + [column]], set(), 0
     by_id, shared = _by_lms_id(grades, record)
     lms_maximum = None
     for row in rows:
@@ -121,11 +121,12 @@ def canvas(roster_path, grades, record, column=None):
                 lms_maximum = float(row[at]) if row[at].strip() else None
                 out.append(row[:len(CANVAS_FIXED)] + [row[at]])
             continue
+        students += 1  # the roster's students: its Points Possible row is none
         student = by_id.get(row[1].strip())
         grade = _scaled(*grades[student], lms_maximum) if student else ""
         matched.add(student)
         out.append(row[:len(CANVAS_FIXED)] + [grade])
-    return _csv(out), _match_lines(grades, matched, len(rows), lms_maximum, shared)
+    return _csv(out), _match_lines(grades, matched, students, lms_maximum, shared)
 
 
 def moodle(roster_path, grades, record):
@@ -153,7 +154,8 @@ def moodle(roster_path, grades, record):
 
 def _match_lines(grades, matched, roster_rows, lms_maximum, shared):
     maximum = next(iter(grades.values()))[1] if grades else None
-    lines = [f"{len(matched - {None})} of {len(grades)} graded students matched to {roster_rows} roster rows"]
+    lines = [f"{len(matched - {None})} of {len(grades)} graded students matched to the roster's {roster_rows} "
+             f"student{'' if roster_rows == 1 else 's'}"]
     if lms_maximum not in (None, maximum):
         lines.append(f"  scaled: {maximum:g} points here are {lms_maximum:g} in the LMS")
     lines += shared
@@ -208,16 +210,31 @@ def export(lms, course_dir, roster, column=None, db_url=None, out_dir=None):
     feedback_dir = Path(coursedir.format_path(coursedir.feedback_directory, ".", ".")).resolve()
     bundle = out_dir / f"{lms}-feedback.zip"
     lines = [f"grades: {grades_path}", *lines, *feedback_bundle(lms, feedback_dir, record, bundle)]
-    # Remembered so that --feedback-only writes this export again after grades change in Formgrader.
-    (out_dir / LAST).write_text(json.dumps({"lms": lms, "roster": str(Path(roster).resolve()), "column": column},
-                                           indent=1) + "\n")
+    if out_dir == Path(course_dir) / EXPORT_DIR:  # remembered, per LMS: --feedback-only writes each again
+        made = {entry["lms"]: entry for entry in _remembered(course_dir)}
+        made[lms] = {"lms": lms, "roster": str(Path(roster).resolve()), "column": column}
+        (out_dir / LAST).write_text(json.dumps(sorted(made.values(), key=lambda e: e["lms"]), indent=1) + "\n")
     return Export(grades_path, bundle, lines)
 
 
-def last_export(course_dir):
-    """(lms, roster, column) of the last --export in this course, or None."""
+def _remembered(course_dir):
     path = Path(course_dir) / EXPORT_DIR / LAST
     if not path.is_file():
-        return None
+        return []
     found = json.loads(path.read_text())
-    return found["lms"], Path(found["roster"]), found["column"]
+    return [found] if isinstance(found, dict) else found  # a dict: the one export an older version remembered
+
+
+def exports_made(course_dir):
+    """[(lms, roster, column)] of the last --export to each LMS in this course, Canvas before Moodle."""
+    return [(entry["lms"], Path(entry["roster"]), entry["column"]) for entry in _remembered(course_dir)]
+
+
+def export_again(course_dir, db_url=None):
+    """Every LMS export made in this course written again from the gradebook; the lines to print."""
+    lines = []
+    for lms, roster, column in exports_made(course_dir):
+        lines += [f"export to {lms} written again (as last asked: --export {lms} --roster {roster})",
+                  *export(lms, course_dir, roster, column, db_url).lines]
+    return lines or ["no LMS export to write again (none made yet: python -m perfaudit.grade --export canvas|moodle "
+                     "--roster <the LMS's file>)"]

@@ -4,18 +4,21 @@
 
 Each student's feedback pages are written again by nbgrader's generate_feedback (the course's preprocessors, so no
 hidden-test source) from the gradebook and autograded/; the students whose pages changed are named; then the last
---export (remembered in exports/) is written again, so the LMS files carry the same scores.
+--export to each LMS (remembered in exports/) is written again, so the LMS files carry the same scores.
 """
 
+import os
+import secrets
+from datetime import datetime, timezone
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import export, gradebook, task, worker
+from perfaudit.grade import export, gradebook, intake, task, worker
 from perfaudit.grade.escape import one_line
 
 
 def refresh(course_dir, db_url=None):
-    """Rewrite every graded student's feedback and the last export; return the lines to print."""
+    """Rewrite every graded student's feedback and each LMS export made; return (changed, failed, lines to print)."""
     worker.venv_first_on_path()
     course_dir = Path(course_dir).resolve()
     coursedir = export.course_directory(course_dir, db_url)
@@ -33,12 +36,28 @@ def refresh(course_dir, db_url=None):
             changed.append(student)
     lines = [f"feedback: written again for {len(students)} students from the gradebook; changed for "
              + (", ".join(one_line(s) for s in changed) if changed else "nobody"), *failed]
-    last = export.last_export(course_dir)
-    if last:
-        lms, roster, column = last
-        lines += [f"export to {lms} written again (as last asked: --export {lms} --roster {roster})",
-                  *export.export(lms, course_dir, roster, column, db_url).lines]
-    else:
-        lines.append("no LMS export to write again (none made yet: python -m perfaudit.grade --export canvas|moodle "
-                     "--roster <the LMS's file>)")
-    return changed, failed, lines
+    return changed, failed, lines + export.export_again(course_dir, db_url)
+
+
+def stamp_for_release(submitted, *folders):
+    """nbgrader's release_feedback reads timestamp.txt and submission_secret.txt beside each feedback page, as its
+    collect (and intake) leave them in submitted/; a folder placed there by hand has neither. Give each of `folders`
+    (autograded/ and feedback/ of the student; submitted/ is never written) the ones it lacks: the newest submitted
+    file's time, and the submission's secret or a new one."""
+    submitted = Path(submitted)
+    stamp = (submitted / "timestamp.txt").read_text() if (submitted / "timestamp.txt").is_file() else None
+    secret = (submitted / "submission_secret.txt").read_text() if (submitted / "submission_secret.txt").is_file() \
+        else None
+    if stamp is None:
+        newest = max((p.lstat().st_mtime for p in submitted.rglob("*") if p.is_file() and not p.is_symlink()),
+                     default=None)
+        when = datetime.fromtimestamp(newest, timezone.utc) if newest else datetime.now(timezone.utc)
+        stamp = when.strftime(intake.TIMESTAMP_FORMAT)
+    secret = secret or secrets.token_hex(64)
+    for folder in folders:
+        folder = Path(folder)
+        if not folder.is_dir():
+            continue
+        for name, text in (("timestamp.txt", stamp), ("submission_secret.txt", secret)):
+            if not os.path.lexists(folder / name):
+                (folder / name).write_text(text)

@@ -73,7 +73,9 @@ class Intake:
 
     def report(self):
         """What intake did, for the terminal: every name from the download escaped, one line each."""
-        lines = [f"intake: {sum(map(len, self.placed.values()))} files for {len(self.placed)} students"
+        files = sum(map(len, self.placed.values()))
+        lines = [f"intake: {files} file{'' if files == 1 else 's'} for {len(self.placed)} "
+                 f"student{'' if len(self.placed) == 1 else 's'}"
                  + (f", {len(self.unchanged)} unchanged since an earlier intake" if self.unchanged else "")]
         lines += [f"  RESUBMITTED {one_line(student)}: the files of {self.students[student]['submitted_at']} replace "
                   f"those of {older}, kept in {one_line(kept)}"

@@ -60,6 +60,7 @@ class Batch:
     versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
+    said: set = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
 
 
 class Progress:
@@ -109,7 +110,7 @@ def _coursedir(options):
     return CourseDirectory(config=config)
 
 
-NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and the last LMS export "
+NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and each LMS export "
         "again); grades back to the LMS: python -m perfaudit.grade --export canvas|moodle --roster <the LMS's file>")
 
 
@@ -182,12 +183,12 @@ def run(options, out=sys.stdout):
     limits = SandboxLimits(config=worker.course_config(course_dir, settings))
     batch = Batch(sandbox=sandbox.status(limits))
     if not options.scheduler:  # a cluster's workers say it themselves, once connected
-        print(f"Student code: {batch.sandbox}", file=out)
+        summary.say(batch, f"Student code: {batch.sandbox}", out)
     _check_versions(batch, out)
     if not options.canary or os.environ.get(canary.SKIP) == "1":
         batch.canary = "SKIPPED (asked for): the environment was not checked before grading"
         settings["TrustedExecute.canary"] = False
-        print(f"Environment check: {batch.canary}", file=out)
+        summary.say(batch, f"Environment check: {batch.canary}", out)
     todo = {}  # {student: (diagnosis, fingerprint)}
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
@@ -213,19 +214,19 @@ def run(options, out=sys.stdout):
         batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings, record)
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started
-        print(f"Environment check: {batch.canary}", file=out)
+        summary.say(batch, f"Environment check: {batch.canary}", out)
     elif not batch.canary and not any(f.gradable for f, _ in todo.values()):
         batch.canary = "not run: no notebook to grade"  # said, never skipped silently
     started = time.monotonic()
     _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
+    with gradebook.opened(url, course_id) as course_gb:  # named first: grades.csv carries the names
+        after = gradebook.totals(course_gb, ASSIGNMENT)
+        gradebook.name_students(course_gb, intake.lms_record(submitted))
     started = time.monotonic()
     course.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
-    with gradebook.opened(url, course_id) as course_gb:
-        after = gradebook.totals(course_gb, ASSIGNMENT)
-        gradebook.name_students(course_gb, intake.lms_record(submitted))
     batch.again = {student: (before[student], after[student], student in resubmitted)
                    for student in batch.graded if student in before and student in after}
 
@@ -238,8 +239,7 @@ def run(options, out=sys.stdout):
 def _check_versions(batch, out):
     """What this run grades with and how it differs from the pins: printed before anyone is graded."""
     batch.versions, batch.drift = versions.check()
-    for line in versions.summary_lines(batch.versions, batch.drift):
-        print(line, file=out)
+    summary.print_versions(batch, out)
 
 
 def _record_versions(url, autograded, batch):
@@ -300,7 +300,7 @@ def _check_workers_sandbox(client, limits, batch, out):
         if refusal:
             raise sandbox.SandboxUnavailable(f"On the Dask worker {worker_address}: {refusal}")
     batch.sandbox = "; ".join(sorted({line for _, line in found.values()}))
-    print(f"Student code (on the workers): {batch.sandbox}", file=out)
+    summary.say(batch, f"Student code (on the workers): {batch.sandbox}", out)
 
 
 def _run_tasks(client, spec, jobs, settings, options, writer):

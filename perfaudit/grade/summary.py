@@ -46,11 +46,20 @@ def reasons_for(student, notebook, score, state, autograded, assignment):
     return reasons
 
 
+def say(batch, line, out):
+    """Print a line of the run's setting (versions, sandbox, environment check) unless this run printed it already:
+    said before grading, it is not said again in the summary; changed since (the environment check's outcome), it
+    is."""
+    if line not in batch.said:
+        batch.said.add(line)
+        print(line, file=out)
+
+
 def print_versions(batch, out):
-    """The summary's first lines: what the run graded with, a WARNING for each version that is not the pinned one."""
+    """What the run graded with, a WARNING for each version that is not the pinned one."""
     if batch.versions:
         for line in versions.summary_lines(batch.versions, batch.drift):
-            print(line, file=out)
+            say(batch, line, out)
 
 
 def print_summary(url, course_id, assignment, state, autograded, batch, out):
@@ -60,9 +69,9 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
         late = gradebook.penalties(course_gb, assignment)
     print_versions(batch, out)
     if batch.sandbox:
-        print(f"Student code: {batch.sandbox}", file=out)
+        say(batch, f"Student code: {batch.sandbox}", out)
     if batch.canary:
-        print(f"Environment check: {batch.canary}", file=out)
+        say(batch, f"Environment check: {batch.canary}", out)
     for student, whys in sorted(batch.environment.items()):
         for why in whys:
             print(f"NOT GRADED (the grading environment's fault, not the student's): {one_line(student)} "

@@ -10,7 +10,7 @@ whose submission is unchanged, whoever graded it. A student with nothing graded 
 import time
 from pathlib import Path
 
-from perfaudit.grade import gradebook, task, worker
+from perfaudit.grade import feedback as feedback_pages, gradebook, task, worker
 
 
 class ResultWriter:
@@ -43,6 +43,9 @@ class ResultWriter:
                 self.recorder.write(result)
             task.write_tree(result.autograded, autograded)
             task.write_tree(result.feedback, feedback)
+            # the submission's timestamp beside the feedback, as nbgrader's release_feedback needs it
+            feedback_pages.stamp_for_release(self.folder(self.coursedir.submitted_directory, student), autograded,
+                                             feedback)
         else:
             gradebook.record_empty(self.course_gb, self.assignment, student)
         kept = {"fingerprint": fingerprint, "reasons": reasons, "graded_at": time.time(), **marks}

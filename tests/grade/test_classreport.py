@@ -90,3 +90,20 @@ def test_the_page_allows_no_request():
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"',
                        classreport.render(_class(CLASS), [], {}, Path("/nonexistent"), Path("/nonexistent"), "x"))[1]
     assert "default-src 'none'" in policy and "img-src data:" in policy
+
+
+def test_a_full_score_of_an_older_test_is_not_said_to_be_a_part_score(tmp_path):
+    """The regrade CSV's old message after a test's points went from 1 to 2: the old grade was 1 of 1, not 1 of 2."""
+    import json
+
+    from perfaudit.grade import classdata
+
+    cell = {"cell_type": "code", "source": "", "outputs": [], "execution_count": 1,
+            "metadata": {"nbgrader": {"grade": True, "grade_id": "correct_summary", "points": 1}}}
+    path = tmp_path / "01.ipynb"
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    failures, worth = classdata._failures(path, "01")
+    assert (failures, worth) == ({}, {"01/correct_summary": 1.0})
+    assert classdata._no_error(1, 2, worth["01/correct_summary"]) == (
+        "no error shown; 1 of 1 points when graded (the test is worth 2 now)")
+    assert classdata._no_error(1, 2, 2) == "no error shown; 1 of 2 points"

@@ -118,10 +118,24 @@ def test_an_lms_id_two_graded_students_share_is_exported_for_neither(tmp_path):
     text, lines = export.canvas(roster, grades, record)
     assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "20", "", "3", ""]
     assert lines == [
-        "1 of 4 graded students matched to 4 roster rows",
+        "1 of 4 graded students matched to the roster's 3 students",
         "  SAME LMS ID 12345 for doejane_12345, takes-jane-s-row_12345: not exported for any of them; rename the "
         "folder that is not this student's and grade it again",
         "  NOT IN ROSTER doejane_12345: 5/20 not exported",
         "  NOT IN ROSTER takes-jane-s-row_12345: 20/20 not exported",
         "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
     ]
+
+
+def test_make_feedback_writes_every_lms_s_export_again_not_only_the_last(course):
+    export.export("canvas", course, course / "canvas.csv")
+    export.export("moodle", course, course / "moodle.csv")
+    assert [lms for lms, _, _ in export.exports_made(course)] == ["canvas", "moodle"]
+    for lms in ("canvas", "moodle"):
+        (course / "exports" / f"{lms}-grades.csv").unlink()
+    lines = export.export_again(course)
+    assert [line for line in lines if line.startswith("export to")] == [
+        f"export to canvas written again (as last asked: --export canvas --roster {course / 'canvas.csv'})",
+        f"export to moodle written again (as last asked: --export moodle --roster {course / 'moodle.csv'})"]
+    assert _rows(course / "exports" / "canvas-grades.csv")[2][-1] == "5"
+    assert _rows(course / "exports" / "moodle-grades.csv")[1][4] == "15"

@@ -181,7 +181,7 @@ def test_lms_download_to_grades_and_regrade_on_request(tmp_path):
     assert "NOT PLACED syllabus.pdf" in out.getvalue()
     assert "roefrank_222 03-evidence (0/4): malformed JSON (" in out.getvalue()
     assert out.getvalue().endswith("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and "
-                                   "the last LMS export again); grades back to the LMS: python -m perfaudit.grade "
+                                   "each LMS export again); grades back to the LMS: python -m perfaudit.grade "
                                    "--export canvas|moodle --roster <the LMS's file>\n")
     assert _scores(root) == {"doejane_12345": NONE, "roefrank_222": NONE}
     assert run(Options(course_dir=root, progress=False), out=io.StringIO()).graded == []

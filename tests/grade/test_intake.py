@@ -150,7 +150,7 @@ def test_a_newer_download_replaces_the_submission_and_keeps_the_older_one(tmp_pa
     report = intake.sort_into_submitted(later, submitted, ASSIGNMENT, NOTEBOOKS)
 
     assert report.report().splitlines() == [
-        "intake: 2 files for 1 students",
+        "intake: 2 files for 1 student",
         "  RESUBMITTED doejane_12345: the files of 2025-03-11 13:33:20.000000 UTC replace those of "
         "2025-03-10 09:46:40.000000 UTC, kept in submitted/doejane_12345/.history/2025-03-10T094640.000000Z"]
     assert _files(submitted) == {"doejane_12345": ["01-first-call-vs-steady.ipynb", "02-retracing.ipynb",

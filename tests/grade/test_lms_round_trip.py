@@ -43,6 +43,9 @@ def graded(tmp_path_factory):
                          f"Cy Moo_777_assignsubmission_file_{NB1}.ipynb": ON_TIME}.items():
         nbformat.write(correct, download / entry)
         os.utime(download / entry, (stamp, stamp))
+    hand_placed = root / "submitted" / "handy_900" / ASSIGNMENT  # no timestamp.txt, no submission_secret.txt
+    hand_placed.mkdir(parents=True)
+    nbformat.write(correct, hand_placed / f"{NB1}.ipynb")
     out = io.StringIO()
     run(Options(course_dir=root, download=download, workers=2, progress=False, canary=False), out=out)
     return root, out.getvalue()
@@ -53,17 +56,36 @@ def test_the_late_penalty_applies_from_the_lms_s_time_and_feedback_is_released(g
     assert "LATE (the LMS says so) latebob_102: submitted 2025-03-10 13:00:00.000000 UTC" in out
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
         found = {s: gradebook.find_submission_notebook(NB1, ASSIGNMENT, s)
-                 for s in ("ontimeann_101", "latebob_102", "cy-moo_777")}
+                 for s in ("ontimeann_101", "latebob_102", "cy-moo_777", "handy_900")}
         assert {s: (nb.score, nb.late_submission_penalty or 0) for s, nb in found.items()} == {
-            "ontimeann_101": (5, 0), "latebob_102": (5, 5), "cy-moo_777": (5, 0)}, out
+            "ontimeann_101": (5, 0), "latebob_102": (5, 5), "cy-moo_777": (5, 0), "handy_900": (5, 0)}, out
         # Formgrader lists "last, first": the LMS's names, never "None, None"
         assert {s.id: (s.last_name, s.first_name) for s in gradebook.students} == {
-            "ontimeann_101": ("ontimeann", None), "latebob_102": ("latebob", None), "cy-moo_777": ("Moo", "Cy")}
+            "ontimeann_101": ("ontimeann", None), "latebob_102": ("latebob", None), "cy-moo_777": ("Moo", "Cy"),
+            "handy_900": (None, None)}
 
+    # A folder placed by hand, as `make grade` accepts it, is released too: nbgrader reads timestamp.txt and
+    # submission_secret.txt beside each page, and the grader gave the feedback folder both.
     (root / "exchange").mkdir(exist_ok=True)  # the exchange nbgrader_config.py names (make lab makes it too)
     released = course.nbgrader("release_feedback", ASSIGNMENT, course_dir=root)
     pages = list((root / "exchange" / COURSE_ID / "feedback").glob("*.html"))
-    assert len(pages) == 3, released
+    assert len(pages) == 4, released
+    assert not list((root / "submitted" / "handy_900" / ASSIGNMENT).glob("*.txt")), "submitted/ is never written"
+
+
+def test_grades_csv_carries_the_lms_s_names(graded):
+    root, _ = graded
+    rows = {row["student_id"]: (row["last_name"], row["first_name"])
+            for row in csv.DictReader((root / "grades.csv").open())}
+    assert rows == {"ontimeann_101": ("ontimeann", ""), "latebob_102": ("latebob", ""), "cy-moo_777": ("Moo", "Cy"),
+                    "handy_900": ("", "")}
+
+
+def test_the_run_s_setting_is_said_once(graded):
+    _, out = graded
+    for opening in ("Graded with:", "Student code:", "Environment check:"):
+        assert sum(line.startswith(opening) for line in out.splitlines()) == 1, out
+    assert "intake: 3 files for 3 students" in out
 
 
 def test_both_lmss_get_their_files(graded):
