@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 from perfaudit.hub import settings
 
 ROLES = ("student", "instructor")
@@ -72,11 +74,21 @@ def add(people, hub=None):
 
 
 def remove(people):
-    """Remove each account and its home (its running processes are ended first)."""
+    """Remove each account and its home; the account's processes (its server, kernels) are ended first, each by
+    its process id. Returns the names that could not be removed."""
+    left = []
     for name, _ in people:
+        if not exists(name):
+            continue
+        uid = pwd.getpwnam(name).pw_uid
+        running = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid]
+        for process in running:
+            process.kill()
+        psutil.wait_procs(running, timeout=10)
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
         if exists(name):
-            subprocess.run(["pkill", "--uid", name], check=False)  # that one account's processes only
-            subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
+            left.append(name)
+    return left
 
 
 def save_passwords(created, hub):
@@ -98,9 +110,9 @@ def main(argv=None):
     people = read_roster(args.roster)
     hub = settings.from_environment()
     if args.action == "remove":
-        remove(people)
-        print(f"removed {len(people)} account(s)")
-        return 0
+        left = remove(people)
+        print(f"removed {len(people) - len(left)} account(s)" + (f"; not removed: {', '.join(left)}" if left else ""))
+        return 1 if left else 0
     created = add(people, hub)
     where = save_passwords(created, hub) if created else None
     print(f"{len(people)} account(s) in {' and '.join(hub.groups())}; {len(created)} new"

@@ -10,7 +10,7 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 import grp
 import os
 
-from perfaudit.hub import settings
+from perfaudit.hub import settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 
 c = get_config()  # noqa: F821 (provided by jupyterhub)
@@ -52,10 +52,11 @@ c.LocalAuthenticator.allowed_groups = {students, instructors}
 c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
-c.Spawner.cmd = [str(hub.venv_bin / "jupyterhub-singleuser")]
+python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
+c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
-    "PATH": venv_path,
+    "PATH": f"{python.parent}{os.pathsep}{venv_path}",
     # nbgrader's course and exchange (students/nbgrader_config.py); nbgrader's instructor tools turned off in
     # JupyterLab as make lab turns them off (perfaudit/student_lab/).
     "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.STUDENTS_CONFIG), str(STUDENT_CONFIG)]),
