@@ -81,11 +81,11 @@ c.JupyterHub.services = [
         "environment": service_environment,
         "oauth_no_confirm": True,
     },
-    {   # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
+    *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
         "name": "grading",
         "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
                     *hub.serve_args],
         "cwd": str(hub.course),
         "environment": service_environment,
-    },
+    }] if hub.grading else []),
 ]

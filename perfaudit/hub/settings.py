@@ -9,6 +9,7 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_URL        where students connect (default: http://:8000, every interface)
     PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
     PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
+    PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
 """
 
 import os
@@ -37,6 +38,7 @@ class HubSettings:
     proxy_api_port: int
     formgrader_port: int
     serve_args: tuple
+    grading: bool
     venv_bin: Path
 
     @property
@@ -61,5 +63,6 @@ def from_environment(env=os.environ):
         url=env.get("PERFAUDIT_HUB_URL") or "http://:8000",
         hub_port=hub, proxy_api_port=proxy_api, formgrader_port=formgrader,
         serve_args=tuple(shlex.split(env.get("PERFAUDIT_SERVE_ARGS", ""))),
+        grading=env.get("PERFAUDIT_HUB_GRADING", "on") != "off",
         venv_bin=Path(sys.executable).parent,
     )

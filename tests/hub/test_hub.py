@@ -49,6 +49,8 @@ EXCHANGE_MS = 120_000
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A running hub for a course of its own: {url, course, exchange, course_id, students, instructor, passwords}."""
+    if os.geteuid() != 0:
+        pytest.fail("the hub test makes Linux accounts and runs the hub as root: run it as root (CI does)")
     tag = secrets.token_hex(3)
     course_id = f"hubtest{tag}"
     course_dir = course_with_exchange(tmp_path_factory.mktemp("hub") / "course", settings="\n".join([
