@@ -12,6 +12,7 @@ two groups and nobody else, and only the instructors' group reaches Formgrader. 
 import argparse
 import grp
 import pwd
+import re
 import secrets
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import psutil
 from perfaudit.hub import settings
 
 ROLES = ("student", "instructor")
+ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
 
 
 def read_roster(path):
@@ -33,9 +35,9 @@ def read_roster(path):
             continue
         name, _, role = line.partition(" ")
         role = role.strip() or "student"
-        if role not in ROLES or not name.replace("-", "").replace("_", "").isalnum() or name != name.lower():
-            raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor` with a lowercase "
-                             f"name of letters, digits, - and _; found {line!r}")
+        if role not in ROLES or not ACCOUNT_NAME.fullmatch(name):
+            raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor`, the name a Linux "
+                             f"account name (lowercase letters, digits, - and _, a letter first); found {line!r}")
         people.append((name, role))
     return people
 

@@ -27,15 +27,21 @@ INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "
                    "gradebook.db.serve.json", "grades.csv", "exchange")
 
 
-def prepare(exchange, course_id):
-    """Make the exchange and the course's folders in it with nbgrader's modes (and mend modes loosened since)."""
+def prepare(exchange, course_id, owner_uid=None):
+    """Make the exchange and the course's folders in it with nbgrader's modes (and mend modes loosened since); the
+    course's folders (and the release in outbound/) belong to owner_uid when given."""
     exchange = Path(exchange)
     exchange.mkdir(parents=True, exist_ok=True)
     exchange.chmod(ROOT_MODE)
     for name, mode in MODES.items():
         folder = exchange / course_id / name
         folder.mkdir(exist_ok=True)
-        folder.chmod(mode)
+        if owner_uid is not None:
+            os.chown(folder, owner_uid, -1)
+        folder.chmod(mode)  # after chown, which clears the setgid bit
+    if owner_uid is not None:
+        for path in (exchange / course_id / "outbound").rglob("*"):
+            os.chown(path, owner_uid, -1, follow_symlinks=False)
     return exchange / course_id
 
 
@@ -68,13 +74,15 @@ def released(course_path):
 
 def main():
     hub = settings.from_environment()
-    course_path = prepare(hub.exchange, hub.course_id)
+    owner = hub.owner.pw_uid
+    course_path = prepare(hub.exchange, hub.course_id, owner)
     protect(hub.course)
     if not released(course_path):
         from perfaudit import course
 
         os.environ["PERFAUDIT_EXCHANGE"] = str(hub.exchange)  # the course's nbgrader_config.py reads it
         course.nbgrader("release_assignment", ASSIGNMENT, course_dir=hub.course)
+        prepare(hub.exchange, hub.course_id, owner)  # the release too: the course's owner releases again later
         print(f"released {ASSIGNMENT} to {course_path / 'outbound'}")
     print(f"exchange ready: {course_path} (inbound 2733, feedback 0711, outbound 0755)")
     return 0

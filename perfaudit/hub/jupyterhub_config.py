@@ -70,16 +70,21 @@ c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]
 service_environment = {"PATH": venv_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+# Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
+# is that account's, never root's (unless root owns the course, as in a container).
+owner = hub.owner.pw_name
+as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
         "name": course_id,
         "url": f"http://127.0.0.1:{hub.formgrader_port}",
         "command": [str(hub.venv_bin / "jupyterhub-singleuser"), f"--ServerApp.root_dir={hub.course}",
-                    *(["--allow-root"] if os.geteuid() == 0 else [])],  # the course's owner: root in a container
+                    *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
         "environment": service_environment,
         "oauth_no_confirm": True,
+        **as_owner,
     },
     *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
         "name": "grading",
@@ -87,5 +92,6 @@ c.JupyterHub.services = [
                     *hub.serve_args],
         "cwd": str(hub.course),
         "environment": service_environment,
+        **as_owner,
     }] if hub.grading else []),
 ]

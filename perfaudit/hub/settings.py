@@ -48,6 +48,14 @@ class HubSettings:
 
         return CourseDirectory(config=course_config(self.course)).course_id
 
+    @property
+    def owner(self):
+        """The course directory's owner: Formgrader and the grading service run as this account, and it owns the
+        course's folder in the exchange (as an instructor who ran release_assignment would)."""
+        import pwd
+
+        return pwd.getpwuid(self.course.stat().st_uid)
+
     def groups(self):
         """(students' group, instructors' group): unix groups and hub groups of the same names, as nbgrader's
         JupyterHub chapter names them (formgrade-<course> reaches Formgrader)."""
