@@ -14,11 +14,12 @@ python -m perfaudit.hub.exchange makes them (make hub runs it) and releases the 
 
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
-from perfaudit.hub import settings
+from perfaudit.hub import settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
@@ -72,17 +73,29 @@ def released(course_path):
     return (Path(course_path) / "outbound" / ASSIGNMENT).is_dir()
 
 
+def release(hub):
+    """nbgrader release_assignment to the hub's exchange, as the course's owner (nbgrader releases only into a
+    course folder its account owns)."""
+    python = sys.executable
+    as_owner = []
+    if os.geteuid() == 0 and hub.owner.pw_uid != 0:
+        python = str(userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON))
+        as_owner = ["runuser", "-u", hub.owner.pw_name, "--"]
+    env = {**os.environ, "PERFAUDIT_EXCHANGE": str(hub.exchange),  # the course's nbgrader_config.py reads it
+           "PATH": f"{Path(python).parent}{os.pathsep}{hub.venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([*as_owner, python, "-m", "nbgrader", "release_assignment", ASSIGNMENT], cwd=hub.course,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nbgrader release_assignment failed:\n{done.stdout}\n{done.stderr}")
+
+
 def main():
     hub = settings.from_environment()
     owner = hub.owner.pw_uid
     course_path = prepare(hub.exchange, hub.course_id, owner)
     protect(hub.course)
     if not released(course_path):
-        from perfaudit import course
-
-        os.environ["PERFAUDIT_EXCHANGE"] = str(hub.exchange)  # the course's nbgrader_config.py reads it
-        course.nbgrader("release_assignment", ASSIGNMENT, course_dir=hub.course)
-        prepare(hub.exchange, hub.course_id, owner)  # the release too: the course's owner releases again later
+        release(hub)
         print(f"released {ASSIGNMENT} to {course_path / 'outbound'}")
     print(f"exchange ready: {course_path} (inbound 2733, feedback 0711, outbound 0755)")
     return 0

@@ -17,7 +17,9 @@ c = get_config()  # noqa: F821 (provided by jupyterhub)
 hub = settings.from_environment()
 course_id = hub.course_id
 students, instructors = hub.groups()
-venv_path = f"{hub.venv_bin}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+# The Python every account's process runs (the course venv's, or a thin venv over it: perfaudit/hub/userenv.py).
+python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
+accounts_path = os.pathsep.join([str(python.parent), str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
 
 
 def members(group):
@@ -33,6 +35,7 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
 c.ConfigurableHTTPProxy.command = [str(settings.PROXY)]
+hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and cookie secret: root's alone
 c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")
@@ -52,11 +55,10 @@ c.LocalAuthenticator.allowed_groups = {students, instructors}
 c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
-python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
 c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
-    "PATH": f"{python.parent}{os.pathsep}{venv_path}",
+    "PATH": accounts_path,
     # nbgrader's course and exchange (students/nbgrader_config.py); nbgrader's instructor tools turned off in
     # JupyterLab as make lab turns them off (perfaudit/student_lab/).
     "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.STUDENTS_CONFIG), str(STUDENT_CONFIG)]),
@@ -69,7 +71,7 @@ c.JupyterHub.load_groups = {students: {"users": members(students)}, instructors:
 c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]
-service_environment = {"PATH": venv_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+service_environment = {"PATH": accounts_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
 # Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
 # is that account's, never root's (unless root owns the course, as in a container).
 owner = hub.owner.pw_name
@@ -79,7 +81,7 @@ c.JupyterHub.services = [
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
         "name": course_id,
         "url": f"http://127.0.0.1:{hub.formgrader_port}",
-        "command": [str(hub.venv_bin / "jupyterhub-singleuser"), f"--ServerApp.root_dir={hub.course}",
+        "command": [str(python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
         "environment": service_environment,
@@ -88,7 +90,7 @@ c.JupyterHub.services = [
     },
     *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
         "name": "grading",
-        "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
+        "command": [str(python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
                     *hub.serve_args],
         "cwd": str(hub.course),
         "environment": service_environment,

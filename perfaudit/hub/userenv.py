@@ -3,12 +3,14 @@
 A venv's python is a link to the Python it was made from. Debian's /usr/bin/python3.11 every account runs; a
 Python installed under root's home (pyenv, a home-built one) only root runs, and each student's server would fail
 with "Permission denied". Then the hub makes a thin venv in its folder from the system's Python of the same
-version (same ABI: the course venv's compiled packages load), whose site-packages adds the course venv's
-(site.addsitedir, so its editable install and .pth files work too) and whose share/ and etc/ are the course
-venv's (JupyterLab's assets, the nbgrader extensions' settings).
+version (same ABI: the course venv's compiled packages load), whose site-packages, share/ and etc/ are links to
+the course venv's: its packages, editable install and .pth files, JupyterLab's assets, the nbgrader extensions'
+settings. (A link, not a .pth adding the folder: the grading sandbox binds the interpreter's site-packages
+folder, resolved, and would not see a folder a .pth adds.)
 """
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -47,9 +49,11 @@ def accounts_python(venv_bin, where):
     where = Path(where)
     site = Path(sysconfig.get_path("purelib"))  # the course venv's site-packages
     thin_site = where / site.relative_to(sys.prefix)
-    if not (where / "bin" / "python").exists():
+    if not thin_site.is_symlink():
+        shutil.rmtree(where, ignore_errors=True)
         subprocess.run([str(base), "-m", "venv", "--without-pip", str(where)], check=True)
+        shutil.rmtree(thin_site)
+        thin_site.symlink_to(site)
         for shared in ("share", "etc"):
             (where / shared).symlink_to(Path(sys.prefix) / shared)
-    (thin_site / "course-venv.pth").write_text(f"import site; site.addsitedir({str(site)!r})\n")
     return where / "bin" / "python"
