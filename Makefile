@@ -19,8 +19,8 @@ PYTEST_ARGS ?=
 # (measured on 2 cores: two processes left the CPU idle 27 % of the time, three 8 %).
 TEST_PROCESSES ?= 3
 
-.PHONY: help demo test test-fast test-catalog lab release check grade feedback serve bench-grading bench-load clean reset-course \
-    student-copy
+.PHONY: help demo test test-fast test-catalog lab release check grade feedback serve bench-grading bench-load clean \
+    reset-course student-copy hub hub-proxy hub-users
 .DEFAULT_GOAL := help
 
 help:  ## list the targets and what each does
@@ -75,6 +75,27 @@ bench-grading: $(VENV)/installed  ## benchmark: 40 submissions on 1 and 2 local 
 
 bench-load: $(VENV)/installed  ## benchmark: every sample graded 20 times by both graders on a busy machine (RUNS=3 SAMPLES=correct,untouched SKIP_CANARY=1: less)
 	python benchmarks/verdicts_under_load.py $(if $(RUNS),--runs $(RUNS)) $(if $(SAMPLES),--samples $(SAMPLES)) $(if $(SKIP_CANARY),--skip-canary)
+
+# The course on JupyterHub (docs/hub.md), as root. The proxy comes from npm, pinned with its dependencies by
+# perfaudit/hub/proxy/package-lock.json, into .hub/node: nothing is downloaded when the hub starts.
+HUB_PROXY := .hub/node/node_modules/.bin/configurable-http-proxy
+# A roster for make hub-users: one `name student` or `name instructor` a line.
+ROSTER ?= roster.txt
+
+hub: $(VENV)/installed $(HUB_PROXY)  ## the course's JupyterHub on this machine, port 8000 (as root; docs/hub.md): PAM logins, Formgrader, the grading service
+	python -m perfaudit.hub.exchange
+	jupyterhub -f perfaudit/hub/jupyterhub_config.py
+
+hub-proxy: $(HUB_PROXY)  ## install JupyterHub's proxy (configurable-http-proxy, pinned) into .hub/node with npm
+
+$(HUB_PROXY): perfaudit/hub/proxy/package.json perfaudit/hub/proxy/package-lock.json
+	mkdir -p .hub/node
+	cp perfaudit/hub/proxy/package.json perfaudit/hub/proxy/package-lock.json .hub/node/
+	npm ci --prefix .hub/node --no-audit --no-fund
+	touch $@
+
+hub-users: $(VENV)/installed  ## the class's Linux accounts from ROSTER=roster.txt (`name student|instructor` a line; as root); first passwords in .hub/passwords.txt
+	python -m perfaudit.hub.accounts add $(ROSTER)
 
 # clean never touches student work or grades: submitted/, gradebook.db (manual grades too), autograded/, feedback/.
 clean:  ## remove what can be made again: evidence (runs/), the student copy (dist/), grade exports; keeps grades

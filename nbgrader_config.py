@@ -1,5 +1,6 @@
 """nbgrader settings for the course: plain `nbgrader <command>` works from this directory."""
 
+import os
 from pathlib import Path
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -25,7 +26,8 @@ c.Validator.validate_all = True
 c.Validator.width = 123
 # A local exchange beside this file (not committed), so that JupyterLab's Assignments view (make lab) and
 # `nbgrader release_assignment / fetch_assignment / submit` work on one machine with no shared server folder.
-c.Exchange.root = str(Path(__file__).resolve().parent / "exchange")
+# On the course's JupyterHub (make hub, docs/hub.md) the hub names the exchange every account shares.
+c.Exchange.root = os.environ.get("PERFAUDIT_EXCHANGE") or str(Path(__file__).resolve().parent / "exchange")
 # Fetch, Submit and Fetch Feedback work in work/, JupyterLab's root in `make lab` and the working copy's home.
 # nbgrader's default "." means the server's working directory (this one), outside what JupyterLab shows.
 c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")

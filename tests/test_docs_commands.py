@@ -143,6 +143,9 @@ RUN_BY = {
     # the student's own working copy, from the unzipped student copy (stage 2, the default evidence folder)
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
         ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
+    # the accounts and the hub as make hub-users and make hub make them (perfaudit.hub.accounts, .exchange, jupyterhub)
+    "sudo make hub-users ROSTER=roster.txt": [("hub/test_hub.py", "accounts.add(people, hub=_settings(env))")],
+    "sudo make hub": [("hub/test_hub.py", '[sys.executable, "-m", "perfaudit.hub.exchange"]')],
     "make reset-course": [("test_whole_term.py", '"make", "--no-print-directory", "reset-course"'),
                           ("test_makefile.py", 'make("reset-course", cwd=tmp_path)')],
 }
@@ -169,6 +172,8 @@ NOT_RUN = {
     "apt-get install python3.11 python3.11-venv make bubblewrap": "installs system packages, as root, from the "
     "network (.ci/run installs bubblewrap so on CI)",
     "apt-get install chromium postgresql": "installs system packages, as root, from the network (.ci/run does)",
+    "apt-get install python3.11 python3.11-venv make bubblewrap nodejs npm": "installs system packages, as root, "
+    "from the network (.ci/run installs nodejs and npm so on CI)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "

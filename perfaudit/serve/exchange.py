@@ -86,7 +86,7 @@ def release(course, submission_secret, notebook, page):
     outbound = Path(course) / "feedback"
     if not outbound.is_dir():
         outbound.mkdir(parents=True)
-        outbound.chmod(0o755)  # as release_feedback makes it: students list nothing, open their own hash
+        outbound.chmod(0o711)  # as release_feedback makes it: students list nothing, open their own hash
     target = outbound / f"{notebook_hash(secret=submission_secret, notebook_id=notebook)}.html"
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     tmp.write_bytes(page)

@@ -1,0 +1,126 @@
+"""python -m perfaudit.hub.accounts: the class's local accounts, one per person, from a roster (make hub-users).
+
+    python -m perfaudit.hub.accounts add roster.txt      # new accounts get a password, listed in .hub/passwords.txt
+    python -m perfaudit.hub.accounts remove roster.txt   # the accounts and their homes, at the end of term
+
+A roster has one person a line, `name role`, role `student` or `instructor` (# starts a comment). Each person gets
+a Linux account with a private home (0700: nobody else reads it, and each one's server runs as its owner), in the
+students' or the instructors' group of the course (nbgrader-<course>, formgrade-<course>): the hub lets in these
+two groups and nobody else, and only the instructors' group reaches Formgrader. Needs root (useradd).
+"""
+
+import argparse
+import grp
+import pwd
+import re
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+from perfaudit.hub import settings
+
+ROLES = ("student", "instructor")
+ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
+
+
+def read_roster(path):
+    """[(name, role)] of a roster file."""
+    people = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, _, role = line.partition(" ")
+        role = role.strip() or "student"
+        if role not in ROLES or not ACCOUNT_NAME.fullmatch(name):
+            raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor`, the name a Linux "
+                             f"account name (lowercase letters, digits, - and _, a letter first); found {line!r}")
+        people.append((name, role))
+    return people
+
+
+def exists(name, database=pwd.getpwnam):
+    try:
+        database(name)
+        return True
+    except KeyError:
+        return False
+
+
+def ensure_group(name):
+    if not exists(name, grp.getgrnam):
+        subprocess.run(["groupadd", name], check=True)
+
+
+def add(people, hub=None):
+    """Create each missing account with a random password; put everyone in their role's group. Returns
+    {name: password} of the accounts created now (an existing account keeps its password)."""
+    hub = hub or settings.from_environment()
+    students, instructors = hub.groups()
+    for group in (students, instructors):
+        ensure_group(group)
+    created = {}
+    for name, role in people:
+        group = instructors if role == "instructor" else students
+        if not exists(name):
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
+            created[name] = secrets.token_urlsafe(12)
+        subprocess.run(["usermod", "--append", "--groups", group, name], check=True)
+        Path(pwd.getpwnam(name).pw_dir).chmod(0o700)  # whatever useradd's HOME_MODE: a home is its owner's alone
+    if created:
+        subprocess.run(["chpasswd"], input="".join(f"{n}:{p}\n" for n, p in created.items()), text=True, check=True)
+    return created
+
+
+def remove(people):
+    """Remove each account and its home; the account's processes (its server, kernels) are ended first, each by
+    its process id. Returns the names that could not be removed."""
+    left = []
+    for name, _ in people:
+        if not exists(name):
+            continue
+        uid = pwd.getpwnam(name).pw_uid
+        running = [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid]
+        for process in running:
+            process.kill()
+        psutil.wait_procs(running, timeout=10)
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        if exists(name):
+            left.append(name)
+    return left
+
+
+def save_passwords(created, hub):
+    """Append the new accounts' first passwords to <state>/passwords.txt, readable by root alone."""
+    hub.state.mkdir(parents=True, exist_ok=True)
+    path = hub.state / "passwords.txt"
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    with open(path, "a") as out:
+        out.writelines(f"{name} {password}\n" for name, password in created.items())
+    return path
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.hub.accounts", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("add", "remove"))
+    parser.add_argument("roster", type=Path)
+    args = parser.parse_args(argv)
+    people = read_roster(args.roster)
+    hub = settings.from_environment()
+    if args.action == "remove":
+        left = remove(people)
+        print(f"removed {len(people) - len(left)} account(s)" + (f"; not removed: {', '.join(left)}" if left else ""))
+        return 1 if left else 0
+    created = add(people, hub)
+    where = save_passwords(created, hub) if created else None
+    print(f"{len(people)} account(s) in {' and '.join(hub.groups())}; {len(created)} new"
+          + (f": their first passwords are in {where} (hand each out, then delete the file)" if where else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The shared exchange every account of the hub reads and writes, and the course folders students must not read.
+
+Modes as nbgrader's exchange makes them (nbgrader/exchange/default/), so that students meet in one folder without
+seeing one another's work:
+
+    <exchange>                    1777  anyone makes their course's folder; nobody removes another's (sticky)
+    <exchange>/<course>           0755  owned by the course's owner
+      outbound/                   0755  the release: everyone fetches
+      inbound/                    2733  everyone submits; nobody but the owner lists it (names hold a random part)
+      feedback/                   0711  pages named by a hash of each submission's secret: nobody lists them
+
+python -m perfaudit.hub.exchange makes them (make hub runs it) and releases the assignment there if it is not yet.
+"""
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from perfaudit import ASSIGNMENT
+from perfaudit.hub import settings, userenv
+
+MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
+ROOT_MODE = 0o1777
+# The course directory's folders that hold solutions, hidden tests, other students' work or grades.
+INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "exports", "gradebook.db",
+                   "gradebook.db.serve.json", "grades.csv", "exchange")
+
+
+def prepare(exchange, course_id, owner_uid=None):
+    """Make the exchange and the course's folders in it with nbgrader's modes (and mend modes loosened since); the
+    course's folders (and the release in outbound/) belong to owner_uid when given."""
+    exchange = Path(exchange)
+    exchange.mkdir(parents=True, exist_ok=True)
+    exchange.chmod(ROOT_MODE)
+    for name, mode in MODES.items():
+        folder = exchange / course_id / name
+        folder.mkdir(exist_ok=True)
+        if owner_uid is not None:
+            os.chown(folder, owner_uid, -1)
+        folder.chmod(mode)  # after chown, which clears the setgid bit
+    if owner_uid is not None:
+        for path in (exchange / course_id / "outbound").rglob("*"):
+            os.chown(path, owner_uid, -1, follow_symlinks=False)
+    return exchange / course_id
+
+
+def loosened(exchange, course_id):
+    """[(path, found mode, expected mode)] of the exchange's folders whose modes are not nbgrader's."""
+    wrong = []
+    for path, mode in [(Path(exchange), ROOT_MODE),
+                       *[(Path(exchange) / course_id / name, m) for name, m in MODES.items()]]:
+        found = stat.S_IMODE(path.stat().st_mode)
+        if found != mode:
+            wrong.append((str(path), oct(found), oct(mode)))
+    return wrong
+
+
+def protect(course_dir):
+    """Take every permission of other accounts off the course's instructor-only folders and files, and off the
+    course package's instructor-only modules (the answer key, the grader) where the course directory holds it."""
+    from perfaudit.student_copy import INSTRUCTOR_ONLY as MODULES
+
+    package = Path(course_dir) / "perfaudit"
+    for path in [*(Path(course_dir) / name for name in INSTRUCTOR_ONLY),
+                 *(package / f"{name}.py" for name in MODULES), *(package / name for name in MODULES)]:
+        if path.exists():
+            path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o007)
+
+
+def released(course_path):
+    return (Path(course_path) / "outbound" / ASSIGNMENT).is_dir()
+
+
+def release(hub):
+    """nbgrader release_assignment to the hub's exchange, as the course's owner (nbgrader releases only into a
+    course folder its account owns)."""
+    python = sys.executable
+    as_owner = []
+    if os.geteuid() == 0 and hub.owner.pw_uid != 0:
+        python = str(userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON))
+        as_owner = ["runuser", "-u", hub.owner.pw_name, "--"]
+    env = {**os.environ, "PERFAUDIT_EXCHANGE": str(hub.exchange),  # the course's nbgrader_config.py reads it
+           "PATH": f"{Path(python).parent}{os.pathsep}{hub.venv_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([*as_owner, python, "-m", "nbgrader", "release_assignment", ASSIGNMENT], cwd=hub.course,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"nbgrader release_assignment failed:\n{done.stdout}\n{done.stderr}")
+
+
+def main():
+    hub = settings.from_environment()
+    owner = hub.owner.pw_uid
+    course_path = prepare(hub.exchange, hub.course_id, owner)
+    protect(hub.course)
+    if not released(course_path):
+        release(hub)
+        print(f"released {ASSIGNMENT} to {course_path / 'outbound'}")
+    print(f"exchange ready: {course_path} (inbound 2733, feedback 0711, outbound 0755)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

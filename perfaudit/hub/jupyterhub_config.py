@@ -1,0 +1,99 @@
+"""The course's JupyterHub (make hub; docs/hub.md): `jupyterhub -f perfaudit/hub/jupyterhub_config.py`, as root.
+
+One machine: each person logs in with their Linux account's password (PAM; make hub-users makes the accounts)
+and gets JupyterLab running as that account, in its private home. Formgrader is a hub service that only the
+course's instructors' group reaches (nbgrader's "one class, multiple graders"); the grading service
+(python -m perfaudit.serve) is a hub-managed service: the hub starts it, gives it an API token of its own,
+restarts it if it stops, and stops it with the hub. Where things are: perfaudit/hub/settings.py.
+"""
+
+import grp
+import os
+
+from perfaudit.hub import settings, userenv
+from perfaudit.lab import STUDENT_CONFIG
+
+c = get_config()  # noqa: F821 (provided by jupyterhub)
+hub = settings.from_environment()
+course_id = hub.course_id
+students, instructors = hub.groups()
+# The Python every account's process runs (the course venv's, or a thin venv over it: perfaudit/hub/userenv.py).
+python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
+accounts_path = os.pathsep.join([str(python.parent), str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
+
+
+def members(group):
+    try:
+        return sorted(grp.getgrnam(group).gr_mem)
+    except KeyError:
+        return []
+
+
+# --- where it listens, and its own files -----------------------------------------------------------------------
+c.JupyterHub.bind_url = hub.url
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = hub.hub_port
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
+c.ConfigurableHTTPProxy.command = [str(settings.PROXY)]
+hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and cookie secret: root's alone
+c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")
+
+# --- who logs in ---------------------------------------------------------------------------------------------------
+# PAM: the accounts' own passwords; only the course's two groups (make hub-users puts each person in one).
+# Swap it for the campus's sign-in with one line each, the accounts staying as they are:
+#   LTI 1.3 from the LMS (pip install jupyterhub-ltiauthenticator):
+#     c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.authenticator.LTI13Authenticator"
+#     c.LTI13Authenticator.issuer, .authorize_url, .jwks_endpoint, .client_id: from the LMS's tool registration
+#   Campus OAuth / OpenID Connect (pip install oauthenticator):
+#     c.JupyterHub.authenticator_class = "oauthenticator.generic.GenericOAuthenticator"
+#     c.GenericOAuthenticator.client_id, .client_secret, .authorize_url, .token_url, .userdata_url, .username_claim
+#   and, with either, c.LocalAuthenticator.create_system_users = True or make hub-users for the same names.
+c.JupyterHub.authenticator_class = "pam"
+c.LocalAuthenticator.allowed_groups = {students, instructors}
+c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
+
+# --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
+c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
+c.Spawner.default_url = "/lab"
+c.Spawner.environment = {
+    "PATH": accounts_path,
+    # nbgrader's course and exchange (students/nbgrader_config.py); nbgrader's instructor tools turned off in
+    # JupyterLab as make lab turns them off (perfaudit/student_lab/).
+    "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.STUDENTS_CONFIG), str(STUDENT_CONFIG)]),
+    "PERFAUDIT_COURSE_ID": course_id,
+    "PERFAUDIT_EXCHANGE": str(hub.exchange),
+}
+
+# --- instructors: Formgrader, as a hub service only their group reaches --------------------------------------------
+c.JupyterHub.load_groups = {students: {"users": members(students)}, instructors: {"users": members(instructors)}}
+c.JupyterHub.load_roles = [
+    {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
+]
+service_environment = {"PATH": accounts_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+# Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
+# is that account's, never root's (unless root owns the course, as in a container).
+owner = hub.owner.pw_name
+as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
+c.JupyterHub.services = [
+    {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
+        # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
+        "name": course_id,
+        "url": f"http://127.0.0.1:{hub.formgrader_port}",
+        "command": [str(python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+                    *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
+        "cwd": str(hub.course),
+        "environment": service_environment,
+        "oauth_no_confirm": True,
+        **as_owner,
+    },
+    *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
+        "name": "grading",
+        "command": [str(python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
+                    *hub.serve_args],
+        "cwd": str(hub.course),
+        "environment": service_environment,
+        **as_owner,
+    }] if hub.grading else []),
+]

@@ -1,0 +1,76 @@
+"""Where the hub's parts are: one place, read by jupyterhub_config.py, the accounts and the exchange.
+
+Everything has a default for a class on this machine; the environment changes it (the tests put a hub on free
+ports with a state folder, exchange and course of their own):
+
+    PERFAUDIT_HUB_COURSE     the course directory (default: this repository)
+    PERFAUDIT_HUB_STATE      the hub's own files: its database, cookie secret, first passwords (default: .hub/)
+    PERFAUDIT_EXCHANGE       nbgrader's exchange every account shares (default: /srv/nbgrader/exchange)
+    PERFAUDIT_HUB_URL        where students connect (default: http://:8000, every interface)
+    PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
+    PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
+    PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
+"""
+
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfaudit import paths
+
+DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
+STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads
+# The proxy, as make hub-proxy installs it (npm ci from perfaudit/hub/proxy/package-lock.json): nothing fetched at start.
+PROXY = paths.ROOT / ".hub" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+# Where the hub makes a Python every account runs, when the course venv's is root's alone (perfaudit/hub/userenv.py).
+ACCOUNTS_PYTHON = paths.ROOT / ".hub" / "accounts-python"
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    course: Path
+    state: Path
+    exchange: Path
+    url: str
+    hub_port: int
+    proxy_api_port: int
+    formgrader_port: int
+    serve_args: tuple
+    grading: bool
+    venv_bin: Path
+
+    @property
+    def course_id(self):
+        from perfaudit.grade.worker import course_config
+        from nbgrader.coursedir import CourseDirectory
+
+        return CourseDirectory(config=course_config(self.course)).course_id
+
+    @property
+    def owner(self):
+        """The course directory's owner: Formgrader and the grading service run as this account, and it owns the
+        course's folder in the exchange (as an instructor who ran release_assignment would)."""
+        import pwd
+
+        return pwd.getpwuid(self.course.stat().st_uid)
+
+    def groups(self):
+        """(students' group, instructors' group): unix groups and hub groups of the same names, as nbgrader's
+        JupyterHub chapter names them (formgrade-<course> reaches Formgrader)."""
+        return f"nbgrader-{self.course_id}", f"formgrade-{self.course_id}"
+
+
+def from_environment(env=os.environ):
+    hub, proxy_api, formgrader = (int(p) for p in env.get("PERFAUDIT_HUB_PORTS", "8081,8001,9999").split(","))
+    return HubSettings(
+        course=Path(env.get("PERFAUDIT_HUB_COURSE") or paths.ROOT).resolve(),
+        state=Path(env.get("PERFAUDIT_HUB_STATE") or paths.ROOT / ".hub").resolve(),
+        exchange=Path(env.get("PERFAUDIT_EXCHANGE") or DEFAULT_EXCHANGE),
+        url=env.get("PERFAUDIT_HUB_URL") or "http://:8000",
+        hub_port=hub, proxy_api_port=proxy_api, formgrader_port=formgrader,
+        serve_args=tuple(shlex.split(env.get("PERFAUDIT_SERVE_ARGS", ""))),
+        grading=env.get("PERFAUDIT_HUB_GRADING", "on") != "off",
+        venv_bin=Path(sys.executable).parent,
+    )

@@ -1,0 +1,59 @@
+"""The Python every account's JupyterLab runs: the course's venv, seen through an interpreter each account can run.
+
+A venv's python is a link to the Python it was made from. Debian's /usr/bin/python3.11 every account runs; a
+Python installed under root's home (pyenv, a home-built one) only root runs, and each student's server would fail
+with "Permission denied". Then the hub makes a thin venv in its folder from the system's Python of the same
+version (same ABI: the course venv's compiled packages load), whose site-packages, share/ and etc/ are links to
+the course venv's: its packages, editable install and .pth files, JupyterLab's assets, the nbgrader extensions'
+settings. (A link, not a .pth adding the folder: the grading sandbox binds the interpreter's site-packages
+folder, resolved, and would not see a folder a .pth adds.)
+"""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+
+def runnable_by_all(path):
+    """Whether every account can run `path`: the real file is executable by others and each folder above it is
+    searchable by others."""
+    real = Path(os.path.realpath(path))
+    if not real.is_file() or not real.stat().st_mode & stat.S_IXOTH:
+        return False
+    return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
+
+
+def system_python(version=sys.version_info):
+    """The system's Python of this version, if every account can run it."""
+    for candidate in (f"/usr/bin/python{version[0]}.{version[1]}", f"/usr/local/bin/python{version[0]}.{version[1]}"):
+        if runnable_by_all(candidate):
+            return Path(candidate)
+    return None
+
+
+def accounts_python(venv_bin, where):
+    """A python every account can run that imports what the course venv holds: the venv's own where it can."""
+    venv_python = Path(venv_bin) / "python"
+    if runnable_by_all(venv_python):
+        return venv_python
+    base = system_python()
+    if base is None:
+        raise SystemExit(f"Every account's JupyterLab runs the course's Python, but only root can run "
+                         f"{os.path.realpath(venv_python)}, and there is no system Python "
+                         f"{sys.version_info[0]}.{sys.version_info[1]} to use instead: make the venv from one every "
+                         f"account runs (rm -rf .venv && make hub PYTHON=/usr/bin/python3.11).")
+    where = Path(where)
+    site = Path(sysconfig.get_path("purelib"))  # the course venv's site-packages
+    thin_site = where / site.relative_to(sys.prefix)
+    if not thin_site.is_symlink():
+        shutil.rmtree(where, ignore_errors=True)
+        subprocess.run([str(base), "-m", "venv", "--without-pip", str(where)], check=True)
+        shutil.rmtree(thin_site)
+        thin_site.symlink_to(site)
+        for shared in ("share", "etc"):
+            (where / shared).symlink_to(Path(sys.prefix) / shared)
+    return where / "bin" / "python"

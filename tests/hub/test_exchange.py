@@ -1,0 +1,50 @@
+"""The exchange's modes as nbgrader's JupyterHub setup gives them, and the course folders students must not read."""
+
+import pwd
+import stat
+
+from perfaudit.hub import exchange
+
+
+def mode(path):
+    return oct(stat.S_IMODE(path.stat().st_mode))
+
+
+def test_prepare_gives_nbgrader_modes_and_loosened_names_a_changed_one(tmp_path):
+    course = exchange.prepare(tmp_path / "exchange", "course101")
+    assert {name: mode(course / name) for name in ("", "outbound", "inbound", "feedback")} == {
+        "": "0o755", "outbound": "0o755", "inbound": "0o2733", "feedback": "0o711"}
+    assert mode(tmp_path / "exchange") == "0o1777"
+    assert exchange.loosened(tmp_path / "exchange", "course101") == []
+    (course / "inbound").chmod(0o2777)
+    assert exchange.loosened(tmp_path / "exchange", "course101") == [(str(course / "inbound"), "0o2777", "0o2733")]
+    exchange.prepare(tmp_path / "exchange", "course101")  # each start mends it
+    assert exchange.loosened(tmp_path / "exchange", "course101") == []
+
+
+def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
+    for folder in ("source", "submitted", "notebooks", "perfaudit/grade", "perfaudit/checks"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder).chmod(0o755)
+    for name in ("gradebook.db", "perfaudit/answers.py", "perfaudit/report.py"):
+        (tmp_path / name).write_text("")
+        (tmp_path / name).chmod(0o644)
+    exchange.protect(tmp_path)
+    assert {p: mode(tmp_path / p) for p in ("source", "submitted", "gradebook.db", "perfaudit/answers.py",
+                                            "perfaudit/grade")} == {
+        "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/answers.py": "0o640",
+        "perfaudit/grade": "0o750"}
+    # what students' JupyterLab imports, and the release, stay readable
+    assert {p: mode(tmp_path / p) for p in ("notebooks", "perfaudit/checks", "perfaudit/report.py")} == {
+        "notebooks": "0o755", "perfaudit/checks": "0o755", "perfaudit/report.py": "0o644"}
+
+
+def test_prepare_gives_the_courses_folders_and_release_to_the_courses_owner(tmp_path):
+    nobody = pwd.getpwnam("nobody").pw_uid  # any account other than root's
+    course = exchange.prepare(tmp_path / "exchange", "course101")
+    (course / "outbound" / "performance-audit").mkdir()  # a release made by root
+    exchange.prepare(tmp_path / "exchange", "course101", owner_uid=nobody)
+    folders = [course, *(course / name for name in ("outbound", "inbound", "feedback")),
+               course / "outbound" / "performance-audit"]
+    assert {p.stat().st_uid for p in folders} == {nobody}
+    assert exchange.loosened(tmp_path / "exchange", "course101") == []  # the setgid bit set again after chown

@@ -1,0 +1,278 @@
+"""The course on JupyterHub as a class uses it: a real hub (make hub's config and proxy), PAM logins, headless Chromium.
+
+The test makes a course of notebook 1 and three Linux accounts (two students, one instructor) with
+perfaudit.hub.accounts, installs the proxy with `make hub-proxy`, prepares the exchange as make hub does and starts
+jupyterhub on free loopback ports. In Chromium both students log in with their passwords, open the Assignments view
+in their own JupyterLab and Fetch; each one's notebook is replaced by a sample submission (correct, and one that
+hard-codes the identity's answer) as if typed, and each Submits from the page. The hub's grading service grades
+both: exact scores from the gradebook, then each student's Fetch Feedback brings their own score. The second
+student can neither reach the first's server through the hub nor read the first's home or submission by path or
+through the exchange; an instructor logs in, opens Formgrader (a hub service) and sees both scores; a student is
+refused Formgrader. Accounts, groups, processes and the exchange are gone afterwards.
+"""
+
+import grp
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import nbformat
+import psutil
+import pytest
+from chromium import CHROMIUM, CHROMIUM_ARGS, UI_MS, free_port
+from playwright import sync_api
+from serve_course import course_with_exchange, wait_for
+
+from perfaudit import ASSIGNMENT, course, paths
+from perfaudit.fixtures import samples
+from perfaudit.hub import accounts, exchange
+
+pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
+
+NOTEBOOK = paths.STAGES[1]
+STEM = NOTEBOOK.removesuffix(".ipynb")
+SUBMISSIONS = {"correct": 5, "stage1-hardcoded-identity": 4}  # sample: notebook 1's score (of 5)
+HUB_START_S = 180  # the hub waits for Formgrader's JupyterLab before it answers: two busy cores
+EXCHANGE_MS = 120_000
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    """A running hub for a course of its own: {url, course, exchange, course_id, students, instructor, passwords}."""
+    if os.geteuid() != 0:
+        pytest.fail("the hub test makes Linux accounts and runs the hub as root: run it as root (CI does)")
+    tag = secrets.token_hex(3)
+    course_id = f"hubtest{tag}"
+    course_dir = course_with_exchange(tmp_path_factory.mktemp("hub") / "course", settings="\n".join([
+        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
+    # The exchange must be reachable by every account: not under pytest's root-only folder.
+    shared = Path(tempfile.mkdtemp(prefix="perfaudit-hub-"))
+    shared.chmod(0o755)
+    state = tmp_path_factory.mktemp("hub-state")
+    students, instructor = [f"pa{tag}s1", f"pa{tag}s2"], f"pa{tag}prof"
+    people = [(s, "student") for s in students] + [(instructor, "instructor")]
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {**os.environ, "PERFAUDIT_HUB_COURSE": str(course_dir), "PERFAUDIT_HUB_STATE": str(state),
+           "PERFAUDIT_EXCHANGE": str(shared / "exchange"), "PERFAUDIT_HUB_URL": url,
+           "PERFAUDIT_HUB_PORTS": ",".join(str(free_port()) for _ in range(3)),
+           "PERFAUDIT_SERVE_ARGS": "--workers 1 --skip-canary",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    hub_process = None
+    try:
+        passwords = accounts.add(people, hub=_settings(env))
+        subprocess.run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT, check=True, capture_output=True)
+        # make hub's recipe: the exchange, then the hub
+        subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, check=True, capture_output=True)
+        log = state / "hub.log"
+        with open(log, "w") as out:
+            hub_process = subprocess.Popen(
+                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(paths.ROOT / "perfaudit/hub/jupyterhub_config.py")],
+                cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_for_hub(url, hub_process, log)
+        yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
+               "students": students, "instructor": instructor, "passwords": passwords, "log": log}
+    finally:
+        _stop(hub_process)
+        left = accounts.remove(people)
+        for group in _settings(env).groups():
+            subprocess.run(["groupdel", group], capture_output=True)
+        shutil.rmtree(shared, ignore_errors=True)
+    assert not left, f"accounts that outlived the test: {left}"
+    for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
+        assert not _listening(port), f"port {port} is still in use after the hub stopped"
+
+
+def _settings(env):
+    from perfaudit.hub import settings
+
+    return settings.from_environment(env)
+
+
+def _wait_for_hub(url, process, log):
+    deadline = time.monotonic() + HUB_START_S
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"jupyterhub exited with {process.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(f"{url}/hub/api", timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the hub did not answer within {HUB_START_S} s:\n{log.read_text()[-4000:]}")
+            time.sleep(0.5)
+
+
+def _stop(process):
+    """SIGTERM to the hub (it stops the users' servers and its services), then SIGKILL to whatever is left of its
+    session."""
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pass
+    if process is not None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+
+
+def _listening(port):
+    return any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
+               for c in psutil.net_connections("tcp"))
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Chromium, each person in a browser context of their own (their own cookies, as on their own laptop)."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def logged_in(chromium, hub, name, artifacts, then="/hub/spawn"):
+    """A page after `name` logged in with their password at the hub's login form, then went to `then`."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(UI_MS)
+    try:
+        page.goto(f"{hub['url']}/hub/login?next={then}")
+        page.fill("#username_input", name)
+        page.fill("#password_input", hub["passwords"][name])
+        page.click("#login_submit")
+        yield page
+    except Exception:
+        page.screenshot(path=str(artifacts / f"failed-hub-{name}.png"))
+        raise
+    finally:
+        context.close()
+
+
+def assignments_view(page):
+    page.locator(".lm-MenuBar-itemLabel").get_by_text("Nbgrader", exact=True).click()
+    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
+
+
+def fetch(page, hub, name):
+    page.wait_for_url(f"**/user/{name}/lab**", timeout=EXCHANGE_MS)  # the hub spawned their JupyterLab
+    assignments_view(page)
+    page.locator("#released_assignments_list button").get_by_text("Fetch", exact=True).click()
+    page.locator("#fetched_assignments_list").get_by_text(ASSIGNMENT, exact=True).wait_for(timeout=EXCHANGE_MS)
+
+
+def write_work(name, sample):
+    """The sample's notebook 1 in the student's fetched assignment, owned by the student, as if they typed it."""
+    path = home(name) / ASSIGNMENT / NOTEBOOK
+    assert path.is_file(), f"Fetch did not put {NOTEBOOK} in {name}'s home"
+    nbformat.write(samples.submission(samples.SAMPLES[sample], 1), path)
+    account = pwd.getpwnam(name)
+    os.chown(path, account.pw_uid, account.pw_gid)
+
+
+def submit(page):
+    assignments_view(page)
+    page.locator("#fetched_assignments_list button").get_by_text("Submit", exact=True).click()
+    page.locator("#submitted_assignments_list button").get_by_text("Fetch Feedback", exact=True).wait_for(
+        timeout=EXCHANGE_MS)
+
+
+def fetch_feedback(page, hub, name):
+    """Fetch Feedback in the Assignments view; the page it brought, as the student's server serves it."""
+    page.locator("#refresh_assignments_list").click()
+    page.locator("#submitted_assignments_list").get_by_text("(feedback available to fetch)").wait_for(
+        timeout=EXCHANGE_MS)
+    page.locator("#submitted_assignments_list button").get_by_text("Fetch Feedback", exact=True).click()
+    page.locator("#submitted_assignments_list").get_by_text("(view feedback)").wait_for(timeout=EXCHANGE_MS)
+    [fetched] = (home(name) / ASSIGNMENT / "feedback").glob(f"*/{STEM}.html")
+    served = page.request.get(f"{hub['url']}/user/{name}/files/{fetched.relative_to(home(name))}")
+    assert served.ok, served.status
+    return served.text()
+
+
+def home(name):
+    return Path(pwd.getpwnam(name).pw_dir)
+
+
+def as_account(name, *argv):
+    """argv run as the account `name` (what code in that person's JupyterLab or terminal can do)."""
+    return subprocess.run(["runuser", "-u", name, "--", *argv], capture_output=True, text=True)
+
+
+def cannot_read_by_path(reader, owner_home, submitted):
+    """`reader` can neither list nor read another student's home, their notebook in it, nor their submission."""
+    assert submitted.is_file()  # it is there: refused, not missing
+    for argv in (["ls", str(owner_home)], ["cat", str(submitted)]):
+        done = as_account(reader, *argv)
+        assert done.returncode != 0 and "Permission denied" in done.stderr, (
+            f"{reader} ran {' '.join(argv)}: {done.returncode}\n{done.stdout[:300]}")
+
+
+def cannot_list_the_exchange(reader, course_exchange):
+    """`reader` cannot list the exchange's inbound (submissions) nor its feedback (pages): nobody learns the names,
+    which hold a random part (submissions) or a hash of the submission's secret (feedback pages)."""
+    for folder in ("inbound", "feedback"):
+        done = as_account(reader, "ls", str(course_exchange / folder))
+        assert done.returncode != 0 and "Permission denied" in done.stderr, (
+            f"{reader} listed {course_exchange / folder}:\n{done.stdout[:300]}")
+
+
+def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts):
+    first, second = hub["students"]
+    chosen = dict(zip(hub["students"], SUBMISSIONS))
+    with logged_in(chromium, hub, first, artifacts) as page_1, logged_in(chromium, hub, second, artifacts) as page_2:
+        pages = {first: page_1, second: page_2}
+        for name, page in pages.items():
+            fetch(page, hub, name)
+            write_work(name, chosen[name])
+            submit(page)
+        page_1.screenshot(path=str(artifacts / "hub-submitted.png"))
+
+        found = wait_for(hub["course"], lambda f: sorted(r["status"] for r in f.values()) == ["graded", "graded"],
+                         "the grading service's two gradings")
+        assert course.scores(hub["course"]) == {name: {STEM: (SUBMISSIONS[chosen[name]], 5)} for name in pages}, found
+        for name, page in pages.items():
+            text = fetch_feedback(page, hub, name)
+            assert f"{STEM} (Score: {SUBMISSIONS[chosen[name]]:.1f} / 5.0)" in text, text[:2000]
+
+        # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
+        for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",
+                     f"/user/{first}/api/contents/{ASSIGNMENT}/{NOTEBOOK}"):
+            answer = page_2.request.get(f"{hub['url']}{path}")
+            assert answer.status == 403, (path, answer.status, answer.url)
+        # ... by path, as their own code runs (their account), and through the exchange.
+        [submission] = [p for p in hub["exchange"].joinpath("inbound").iterdir() if p.name.startswith(f"{first}+")]
+        cannot_read_by_path(second, home(first), home(first) / ASSIGNMENT / NOTEBOOK)
+        cannot_list_the_exchange(second, hub["exchange"])
+        assert exchange.loosened(hub["exchange"].parent, hub["course_id"]) == []
+        assert submission.owner() == first  # the service's per-student limit counts the hub account that submitted
+
+        # A student is refused Formgrader (a hub service for the instructors' group) and has no grading service
+        # page to reach: it has no route through the proxy.
+        formgrader = f"/services/{hub['course_id']}/formgrader"
+        assert page_1.request.get(f"{hub['url']}{formgrader}").status == 403
+        assert page_1.request.get(f"{hub['url']}/services/grading/").status == 404
+
+    with logged_in(chromium, hub, hub["instructor"], artifacts, then=f"{formgrader}/manage_students") as page:
+        page.wait_for_url(f"**{formgrader}/manage_students**")
+        rows = page.locator("table tbody tr")
+        for name in hub["students"]:
+            row = rows.filter(has_text=name)
+            row.wait_for()
+            assert f"{SUBMISSIONS[chosen[name]]} / 5" in " ".join(row.inner_text().split()), row.inner_text()
+        page.screenshot(path=str(artifacts / "hub-formgrader.png"))
