@@ -53,7 +53,9 @@ LONG_RUN_HOLD_S = (0.010, 0.020)  # a third of its later runs
 STAGES = ("trace", "lower", "compile")
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
-_registry = {}  # number -> [fn, ...] in the process that makes the functions (the kernel's, or the checker's)
+# number -> [fn, ...] a jit made, in the process that makes them (the kernel's, or the checker's): a jit handed in
+# again goes on numbering its functions where it left off.
+_registry = {}
 # Numbers of the jits made in this process (negative: the channel's are positive). Never id(): a jit collected by
 # the garbage collector frees its id for the next, which would find the old one's functions in _registry.
 _own_numbers = itertools.count(1)
