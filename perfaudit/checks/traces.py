@@ -36,8 +36,8 @@ def clear_cache(jitted):
     call at a seen key must trace again). A function that jit did not make has no trace cache to clear."""
     clear = getattr(jitted, "clear_cache", None)
     if not callable(clear):
-        fail("audited has no clear_cache(), which every function jax.jit returns has: make it with "
-             "audited = jax.jit(counted_workload).")
+        fail("audited has no clear_cache(), which every function jax.jit returns has: make audited with jax.jit, "
+             "wrapped around the function whose body counts the traces.")
     clear()
 
 

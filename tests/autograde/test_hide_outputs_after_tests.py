@@ -35,6 +35,11 @@ def leak():
 
 
 threading.Thread(target=leak, daemon=True).start()
+
+
+def kept():
+    """What the kernel holds now (a test reads a name as it was bound: stash itself would read as the empty list)."""
+    return len(stash)
 '''
 TOKEN = "made-up-evidence-token-7f3a"
 SHOWN = (TOKEN, "0.218341", "PRINTED", "UPDATED", "HTML", "RAISED", "THREAD")
@@ -59,7 +64,7 @@ def _graded(tmp_path):
         new_code_cell("get_ipython().execution_count = 2875\n"
                       "display({'text/html': f'<b>HTML {stash}</b>'}, raw=True)\nstash"),
         new_code_cell("raise ValueError(f'RAISED {stash}')"),
-        _test_cell("assert len(stash) == 2", "kept"),
+        _test_cell("assert kept() == 2", "kept"),
     ])
     return TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})[0]
 
