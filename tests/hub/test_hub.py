@@ -44,6 +44,7 @@ STEM = NOTEBOOK.removesuffix(".ipynb")
 SUBMISSIONS = {"correct": 5, "stage1-hardcoded-identity": 4}  # sample: notebook 1's score (of 5)
 HUB_START_S = 180  # the hub waits for Formgrader's JupyterLab before it answers: two busy cores
 EXCHANGE_MS = 120_000
+CONFIG = paths.ROOT / "perfaudit" / "hub" / "jupyterhub_config.py"  # what make hub starts jupyterhub with
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,7 @@ def hub(tmp_path_factory):
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(paths.ROOT / "perfaudit/hub/jupyterhub_config.py")],
+                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_hub(url, hub_process, log)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
