@@ -11,8 +11,6 @@ through the exchange; an instructor logs in, opens Formgrader (a hub service) an
 refused Formgrader. Accounts, groups, processes and the exchange are gone afterwards.
 """
 
-import grp
-import json
 import os
 import pwd
 import secrets
