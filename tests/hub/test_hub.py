@@ -33,7 +33,7 @@ from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange
+from perfaudit.hub import accounts, exchange, settings
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
 
@@ -68,10 +68,10 @@ def hub(tmp_path_factory):
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     hub_process = None
     try:
-        passwords = accounts.add(people, hub=_settings(env))
-        subprocess.run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT, check=True, capture_output=True)
+        passwords = accounts.add(people, hub=settings.from_environment(env))
+        _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
         # make hub's recipe: the exchange, then the hub
-        subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, check=True, capture_output=True)
+        _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
@@ -83,7 +83,7 @@ def hub(tmp_path_factory):
     finally:
         _stop(hub_process)
         left = accounts.remove(people)
-        for group in _settings(env).groups():
+        for group in settings.from_environment(env).groups():
             subprocess.run(["groupdel", group], capture_output=True)
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
@@ -91,10 +91,11 @@ def hub(tmp_path_factory):
         assert not _listening(port), f"port {port} is still in use after the hub stopped"
 
 
-def _settings(env):
-    from perfaudit.hub import settings
-
-    return settings.from_environment(env)
+def _run(argv, **kwargs):
+    """argv to its end; a failure fails the test with the command's own output."""
+    done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        pytest.fail(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
 def _wait_for_hub(url, process, log):
