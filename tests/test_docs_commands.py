@@ -144,8 +144,9 @@ RUN_BY = {
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
         ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
     # the accounts and the hub as make hub-users and make hub make them (perfaudit.hub.accounts, .exchange, jupyterhub)
-    "sudo make hub-users ROSTER=roster.txt": [("hub/test_hub.py", "accounts.add(people, hub=_settings(env))")],
-    "sudo make hub": [("hub/test_hub.py", '[sys.executable, "-m", "perfaudit.hub.exchange"]')],
+    "sudo make hub-users ROSTER=roster.txt": [
+        ("hub/test_hub.py", "accounts.add(people, hub=settings.from_environment(env))")],
+    "sudo make hub": [("hub/test_hub.py", '_run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)')],
     "make reset-course": [("test_whole_term.py", '"make", "--no-print-directory", "reset-course"'),
                           ("test_makefile.py", 'make("reset-course", cwd=tmp_path)')],
 }

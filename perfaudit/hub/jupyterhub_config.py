@@ -71,17 +71,20 @@ c.JupyterHub.load_groups = {students: {"users": members(students)}, instructors:
 c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]
-service_environment = {"PATH": accounts_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
 # Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
-# is that account's, never root's (unless root owns the course, as in a container).
+# is that account's, never root's (unless root owns the course, as in a container, and they run as the hub does,
+# with the course venv's own Python).
 owner = hub.owner.pw_name
 as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
+service_python = python if as_owner else hub.venv_bin / "python"
+hub_path = os.pathsep.join([str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
+service_environment = {"PATH": accounts_path if as_owner else hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
         "name": course_id,
         "url": f"http://127.0.0.1:{hub.formgrader_port}",
-        "command": [str(python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+        "command": [str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
         "environment": service_environment,
@@ -90,7 +93,7 @@ c.JupyterHub.services = [
     },
     *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
         "name": "grading",
-        "command": [str(python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
+        "command": [str(service_python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
                     *hub.serve_args],
         "cwd": str(hub.course),
         "environment": service_environment,

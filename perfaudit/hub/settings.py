@@ -22,7 +22,7 @@ from perfaudit import paths
 
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads
-# The proxy, as make hub-proxy installs it (npm ci from perfaudit/hub/proxy/package-lock.json): nothing fetched at start.
+# The proxy as make hub-proxy installs it (npm ci, perfaudit/hub/proxy/package-lock.json): nothing fetched at start.
 PROXY = paths.ROOT / ".hub" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
 # Where the hub makes a Python every account runs, when the course venv's is root's alone (perfaudit/hub/userenv.py).
 ACCOUNTS_PYTHON = paths.ROOT / ".hub" / "accounts-python"

@@ -7,6 +7,11 @@ version (same ABI: the course venv's compiled packages load), whose site-package
 the course venv's: its packages, editable install and .pth files, JupyterLab's assets, the nbgrader extensions'
 settings. (A link, not a .pth adding the folder: the grading sandbox binds the interpreter's site-packages
 folder, resolved, and would not see a folder a .pth adds.)
+
+A fallback, said so in the hub's log: a different patch release of the same Python can differ in its standard
+library (under Debian's 3.11.2, soupsieve installed by a 3.11.7 fails to parse `img:not([alt])`, and nbgrader's
+generate_feedback with it). Make the course venv from the system's Python (`make PYTHON=/usr/bin/python3.11`) and
+every process runs the one interpreter.
 """
 
 import os
@@ -46,6 +51,8 @@ def accounts_python(venv_bin, where):
                          f"{os.path.realpath(venv_python)}, and there is no system Python "
                          f"{sys.version_info[0]}.{sys.version_info[1]} to use instead: make the venv from one every "
                          f"account runs (rm -rf .venv && make hub PYTHON=/usr/bin/python3.11).")
+    print(f"perfaudit.hub: only root can run {os.path.realpath(venv_python)}; each account's JupyterLab runs "
+          f"{base} over the course venv's packages instead ({where})", file=sys.stderr)
     where = Path(where)
     site = Path(sysconfig.get_path("purelib"))  # the course venv's site-packages
     thin_site = where / site.relative_to(sys.prefix)

@@ -23,7 +23,7 @@ def test_prepare_gives_nbgrader_modes_and_loosened_names_a_changed_one(tmp_path)
 
 
 def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
-    for folder in ("source", "submitted", "notebooks", "perfaudit/grade", "perfaudit/checks"):
+    for folder in ("source", "submitted", "notebooks", "perfaudit/fixtures", "perfaudit/checks", "perfaudit/autograde"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder).chmod(0o755)
     for name in ("gradebook.db", "perfaudit/answers.py", "perfaudit/report.py"):
@@ -31,12 +31,14 @@ def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
         (tmp_path / name).chmod(0o644)
     exchange.protect(tmp_path)
     assert {p: mode(tmp_path / p) for p in ("source", "submitted", "gradebook.db", "perfaudit/answers.py",
-                                            "perfaudit/grade")} == {
+                                            "perfaudit/fixtures")} == {
         "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/answers.py": "0o640",
-        "perfaudit/grade": "0o750"}
-    # what students' JupyterLab imports, and the release, stay readable
-    assert {p: mode(tmp_path / p) for p in ("notebooks", "perfaudit/checks", "perfaudit/report.py")} == {
-        "notebooks": "0o755", "perfaudit/checks": "0o755", "perfaudit/report.py": "0o644"}
+        "perfaudit/fixtures": "0o750"}
+    # the release, what students' JupyterLab imports, and the grader's agent (imported in the sandboxed kernel)
+    assert {p: mode(tmp_path / p) for p in ("notebooks", "perfaudit/checks", "perfaudit/report.py",
+                                            "perfaudit/autograde")} == {
+        "notebooks": "0o755", "perfaudit/checks": "0o755", "perfaudit/report.py": "0o644",
+        "perfaudit/autograde": "0o755"}
 
 
 def test_prepare_gives_the_courses_folders_and_release_to_the_courses_owner(tmp_path):

@@ -11,8 +11,6 @@ through the exchange; an instructor logs in, opens Formgrader (a hub service) an
 refused Formgrader. Accounts, groups, processes and the exchange are gone afterwards.
 """
 
-import grp
-import json
 import os
 import pwd
 import secrets
@@ -35,7 +33,7 @@ from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, course, paths
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange
+from perfaudit.hub import accounts, exchange, settings
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
 
@@ -44,6 +42,7 @@ STEM = NOTEBOOK.removesuffix(".ipynb")
 SUBMISSIONS = {"correct": 5, "stage1-hardcoded-identity": 4}  # sample: notebook 1's score (of 5)
 HUB_START_S = 180  # the hub waits for Formgrader's JupyterLab before it answers: two busy cores
 EXCHANGE_MS = 120_000
+CONFIG = paths.ROOT / "perfaudit" / "hub" / "jupyterhub_config.py"  # what make hub starts jupyterhub with
 
 
 @pytest.fixture(scope="module")
@@ -69,14 +68,14 @@ def hub(tmp_path_factory):
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     hub_process = None
     try:
-        passwords = accounts.add(people, hub=_settings(env))
-        subprocess.run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT, check=True, capture_output=True)
+        passwords = accounts.add(people, hub=settings.from_environment(env))
+        _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
         # make hub's recipe: the exchange, then the hub
-        subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, check=True, capture_output=True)
+        _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
-                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(paths.ROOT / "perfaudit/hub/jupyterhub_config.py")],
+                [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_hub(url, hub_process, log)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
@@ -84,7 +83,7 @@ def hub(tmp_path_factory):
     finally:
         _stop(hub_process)
         left = accounts.remove(people)
-        for group in _settings(env).groups():
+        for group in settings.from_environment(env).groups():
             subprocess.run(["groupdel", group], capture_output=True)
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
@@ -92,10 +91,11 @@ def hub(tmp_path_factory):
         assert not _listening(port), f"port {port} is still in use after the hub stopped"
 
 
-def _settings(env):
-    from perfaudit.hub import settings
-
-    return settings.from_environment(env)
+def _run(argv, **kwargs):
+    """argv to its end; a failure fails the test with the command's own output."""
+    done = subprocess.run(argv, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        pytest.fail(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
 def _wait_for_hub(url, process, log):
