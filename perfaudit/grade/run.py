@@ -28,6 +28,7 @@ from perfaudit.autograde import canary, envrecord, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, feedback, gradebook, intake, names, records,
                              regrade, summary, task, versions, worker)
+from perfaudit.grade import refused as refusals
 
 STATE_DIR = ".batch-grading"  # under autograded/: nbgrader's globs (autograded/*/<assignment>) skip it
 
@@ -62,6 +63,7 @@ class Batch:
     versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
+    needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake
     said: set = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
 
 
@@ -213,18 +215,24 @@ def run(options, out=sys.stdout):
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
         before = gradebook.totals(course_gb, ASSIGNMENT)
+    said = intake.lms_record(submitted)
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
         refused = names.student_folder_problem(student)
         if refused:  # not a student id nbgrader can keep: said in the summary; the others are graded
             batch.refused[student] = refused
             continue
+        withheld = refusals.unresolved(work, said.get(student))  # refused at intake: never a score
+        if withheld:
+            batch.needs_you[student] = withheld
         print_ = fingerprint(work) if work.is_dir() else "no assignment folder"
         record = state.record(student)
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:
             batch.skipped.append(student)
             continue
-        todo[student] = (diagnose.diagnose(work, expected), print_)
+        found = diagnose.diagnose(work, expected)
+        refusals.withhold(found, withheld)
+        todo[student] = (found, print_)
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
     before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when,
