@@ -65,6 +65,8 @@ class Batch:
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
     needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake
     said: set = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
+    against: dict = field(default_factory=dict)  # {notebook: sha256 of its source notebook}: what this run grades with
+    stale: dict = field(default_factory=dict)  # {student: [notebooks whose source changed since graded]}: regraded
 
 
 class Progress:
@@ -216,6 +218,7 @@ def run(options, out=sys.stdout):
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
         before = gradebook.totals(course_gb, ASSIGNMENT)
     said = intake.lms_record(submitted)
+    against = batch.against = source_digests(course_dir, coursedir, expected)
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
         refused = names.student_folder_problem(student)
@@ -228,8 +231,11 @@ def run(options, out=sys.stdout):
         print_ = fingerprint(work) if work.is_dir() else "no assignment folder"
         record = state.record(student)
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:
-            batch.skipped.append(student)
-            continue
+            changed = changed_since(record, against)
+            if not changed:
+                batch.skipped.append(student)
+                continue
+            batch.stale[student] = changed  # graded against another source notebook: graded again
         found = diagnose.diagnose(work, expected)
         refusals.withhold(found, withheld)
         todo[student] = (found, print_)
@@ -263,6 +269,20 @@ def run(options, out=sys.stdout):
     classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out, STATE_DIR)
     print(NEXT, file=out)
     return batch
+
+
+def source_digests(course_dir, coursedir, expected):
+    """{notebook: sha256 of source/<assignment>/<notebook>.ipynb}: its tests, hidden ones included, and points."""
+    folder = Path(course_dir) / coursedir.source_directory / ASSIGNMENT
+    return {nb: hashlib.sha256((folder / f"{nb}.ipynb").read_bytes()).hexdigest() if (folder / f"{nb}.ipynb").is_file()
+            else None for nb in sorted(expected)}
+
+
+def changed_since(record, against):
+    """The notebooks whose source notebook is not the one the student's grade was made against (all of them for a
+    grade from before grades recorded it)."""
+    before = record.get("against") or {}
+    return sorted(nb for nb, digest in against.items() if before.get(nb) != digest)
 
 
 def _check_versions(batch, out):
@@ -432,6 +452,6 @@ def _finish(state, student, todo_entry, failures, batch, progress, notebooks):
     reasons = {nb: list(r) for nb, r in found.reasons.items()}
     for nb, why in failures.items():
         reasons.setdefault(nb, []).append(why)
-    state.save(student, {"fingerprint": print_, "reasons": reasons, "graded_at": time.time()})
+    state.save(student, {"fingerprint": print_, "reasons": reasons, "graded_at": time.time(), "against": batch.against})
     batch.graded.append(student)
     progress.step(notebooks)

@@ -84,8 +84,13 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     if not scores:
         print("No submissions in the gradebook.", file=out)
         return
+    if batch.stale:
+        print(f"Graded again, their source notebook changed since they were graded (tests, hidden tests or points): "
+              f"{len(batch.stale)} student{'' if len(batch.stale) == 1 else 's'}", file=out)
     for student, (old, new, resubmitted) in sorted(batch.again.items()):
-        said = "resubmitted: graded again" if resubmitted else "graded again"
+        said = ("resubmitted: graded again" if resubmitted else
+                f"graded again: the source of {', '.join(batch.stale[student])} changed" if student in batch.stale
+                else "graded again")
         print(f"{one_line(student)}: {said} ({old:g} -> {new:g})", file=out)
     notebooks = sorted(next(iter(scores.values())))
     short = {nb: nb.split("-")[0] for nb in notebooks}

@@ -125,3 +125,26 @@ def test_both_lmss_get_their_files(graded):
     assert [row[-1] for row in canvas] == ["Audit (9)", "5", "0"]
     moodle = list(csv.reader((root / "exports" / "moodle-grades.csv").open()))
     assert moodle[1][4] == "5"
+
+
+def test_a_grade_made_against_another_source_notebook_is_graded_again(graded, tmp_path):
+    """A hidden test edited after grading: the next `make grade` grades everyone again, and says why, instead of
+    keeping grades made against the old test as "unchanged"."""
+    import shutil
+
+    root = shutil.copytree(graded[0], tmp_path / "course", symlinks=True)  # the module's course stays as it was
+    source = root / "source" / ASSIGNMENT / f"{NB1}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "correct_summary")
+    cell.source = cell.source.replace("### END HIDDEN TESTS", "assert True  # edited after grading\n### END HIDDEN TESTS")
+    nbformat.write(nb, source)
+    out = io.StringIO()
+    batch = run(Options(course_dir=root, workers=2, progress=False, canary=False), out=out)
+    students = ["cy-moo_777", "dee-dup_888", "handy_900", "latebob_102", "ontimeann_101"]
+    assert sorted(batch.graded) == students and batch.skipped == [], out.getvalue()
+    assert batch.stale == {student: [NB1] for student in students}
+    assert ("Graded again, their source notebook changed since they were graded (tests, hidden tests or points): "
+            "5 students") in out.getvalue()
+    assert f"ontimeann_101: graded again: the source of {NB1} changed (5 -> 5)" in out.getvalue()
+    again = run(Options(course_dir=root, workers=2, progress=False, canary=False), out=io.StringIO())
+    assert again.graded == [] and again.stale == {}
