@@ -22,6 +22,7 @@ import nbformat
 from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 
+from perfaudit import paths
 from perfaudit.autograde import envrecord
 
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
@@ -37,6 +38,24 @@ def disk_full(text):
 
 class GradingEnvironmentError(RuntimeError):
     """The grading environment is broken: nothing was graded, and the message says what to fix."""
+
+
+class SolutionFailsItsTest(GradingEnvironmentError):
+    """The instructor's solution fails one of its own tests, the error raised in that test's cell and every cell
+    before it run clean: the test is at fault, not the environment, and skipping the check would grade the class
+    with it. Nothing was graded."""
+
+
+def failing_test(nb):
+    """(grade id, 'ename: evalue') when the first error of a graded notebook is raised in a test cell, or None."""
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                if not (utils.is_grade(cell) and not utils.is_solution(cell) and cell.cell_type == "code"):
+                    return None
+                message = (output.get("evalue") or "").strip().splitlines()
+                return cell["metadata"]["nbgrader"]["grade_id"], f"{output.get('ename')}: {message[0] if message else ''}"
+    return None
 
 
 def first_error(nb):
@@ -89,6 +108,16 @@ def check_notebook(name, config, pipeline):
         return
     nb = _graded(source, config, pipeline)
     earned, possible = scores(nb)
+    test = failing_test(nb) if earned != possible else None
+    if test:
+        stage = next((n for n, filename in paths.STAGES.items() if filename == f"{name}.ipynb"), "N")
+        relative = source.relative_to(Path(coursedir.root)) if source.is_relative_to(Path(coursedir.root)) else source
+        raise SolutionFailsItsTest(
+            f"the instructor's solution of {name} fails its own test '{test[0]}' ({test[1]}): the error is raised in "
+            f"that test's cell, after every cell above it ran clean, so the test is at fault, not the environment. "
+            f"No student was graded. Fix the test in {relative} (its hidden part included) and grade again; "
+            f"make check STAGE={stage} IMPLEMENTATION=solution runs the solution's tests."
+        )
     if earned != possible:
         where, error = first_error(nb) or ("?", "no error shown")
         raise GradingEnvironmentError(

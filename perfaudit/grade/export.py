@@ -29,7 +29,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import intake
+from perfaudit.grade import intake, refused
 from perfaudit.grade.escape import one_line
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -177,12 +177,14 @@ def feedback_name(lms, fields, notebook_stem):
     return f"{fields['name']}_{fields['id']}_assignsubmission_file_{notebook_stem}-feedback.html"
 
 
-def feedback_bundle(lms, feedback_dir, record, zip_path):
-    """Zip every student's feedback HTML named for the LMS; return lines to print."""
+def feedback_bundle(lms, feedback_dir, record, zip_path, held=()):
+    """Zip every student's feedback HTML named for the LMS, but those `held` (needs you); return lines to print."""
     bundled, left_out = 0, []
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
         for folder in sorted(Path(feedback_dir).glob(f"*/{ASSIGNMENT}")):
             student = folder.parent.name
+            if student in held:
+                continue
             fields = record.get(student)
             if not fields or fields["lms"] != lms:
                 left_out.append(student)
@@ -202,14 +204,18 @@ def export(lms, course_dir, roster, column=None, db_url=None, out_dir=None):
     grades = final_grades(coursedir.db_url, coursedir.course_id)
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     record = intake.lms_record(submitted)
+    held = refused.needs_you(submitted, record, ASSIGNMENT)  # refused at intake, not resolved: nothing exported
+    grades = {student: grade for student, grade in grades.items() if student not in held}
     text, lines = canvas(roster, grades, record, column) if lms == "canvas" else moodle(roster, grades, record)
+    lines += [f"  NEEDS YOU {one_line(student)}: nothing exported until you resolve it; {nb} {one_line(why)}"
+              for student, notebooks in sorted(held.items()) for nb, why in sorted(notebooks.items())]
     out_dir = Path(out_dir or Path(course_dir) / EXPORT_DIR)
     out_dir.mkdir(parents=True, exist_ok=True)
     grades_path = out_dir / f"{lms}-grades.csv"
     grades_path.write_text(text, encoding="utf-8")
     feedback_dir = Path(coursedir.format_path(coursedir.feedback_directory, ".", ".")).resolve()
     bundle = out_dir / f"{lms}-feedback.zip"
-    lines = [f"grades: {grades_path}", *lines, *feedback_bundle(lms, feedback_dir, record, bundle)]
+    lines = [f"grades: {grades_path}", *lines, *feedback_bundle(lms, feedback_dir, record, bundle, held)]
     if out_dir == Path(course_dir) / EXPORT_DIR:  # remembered, per LMS: --feedback-only writes each again
         made = {entry["lms"]: entry for entry in _remembered(course_dir)}
         made[lms] = {"lms": lms, "roster": str(Path(roster).resolve()), "column": column}

@@ -261,8 +261,9 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None
         if student in disputed:
             continue
         if len(copies) > 1:
-            for entry, _ in copies:
-                intake.unattributed.append((entry, f"{len(copies)} files claim {student}/{filename}; pick one"))
+            why = f"{len(copies)} files claim {student}/{filename}; pick one"
+            intake.unattributed += [(entry, why) for entry, _ in copies]
+            intake.students[student].setdefault("refused", {})[filename] = why  # not graded until resolved (refused.py)
             continue
         by_student.setdefault(student, {})[filename] = copies[0]
     for student, files in sorted(by_student.items()):

@@ -28,6 +28,7 @@ from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
                              summary, task, versions, worker)
 from perfaudit.grade.writer import ResultWriter
+from perfaudit.grade import refused as refusals
 
 
 @dataclass
@@ -60,7 +61,10 @@ class Batch:
     versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
+    needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake
     said: set = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
+    against: dict = field(default_factory=dict)  # {notebook: sha256 of its source notebook}: what this run grades with
+    stale: dict = field(default_factory=dict)  # {student: [notebooks whose source changed since graded]}: regraded
 
 
 class Progress:
@@ -193,18 +197,28 @@ def run(options, out=sys.stdout):
     with gradebook.opened(url, course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
         before = gradebook.totals(course_gb, ASSIGNMENT)
+    said = intake.lms_record(submitted)
+    against = batch.against = source_digests(course_dir, coursedir, expected)
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
         refused = names.student_folder_problem(student)
         if refused:  # not a student id nbgrader can keep: said in the summary; the others are graded
             batch.refused[student] = refused
             continue
+        withheld = refusals.unresolved(work, said.get(student))  # refused at intake: never a score
+        if withheld:
+            batch.needs_you[student] = withheld
         print_ = fingerprint(work) if work.is_dir() else "no assignment folder"
         record = state.record(student)
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:
-            batch.skipped.append(student)
-            continue
-        todo[student] = (diagnose.diagnose(work, expected), print_)
+            changed = changed_since(record, against)
+            if not changed:
+                batch.skipped.append(student)
+                continue
+            batch.stale[student] = changed  # graded against another source notebook: graded again
+        found = diagnose.diagnose(work, expected)
+        refusals.withhold(found, withheld)
+        todo[student] = (found, print_)
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
     before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)
@@ -234,6 +248,20 @@ def run(options, out=sys.stdout):
     classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out)
     print(NEXT, file=out)
     return batch
+
+
+def source_digests(course_dir, coursedir, expected):
+    """{notebook: sha256 of source/<assignment>/<notebook>.ipynb}: its tests, hidden ones included, and points."""
+    folder = Path(course_dir) / coursedir.source_directory / ASSIGNMENT
+    return {nb: hashlib.sha256((folder / f"{nb}.ipynb").read_bytes()).hexdigest() if (folder / f"{nb}.ipynb").is_file()
+            else None for nb in sorted(expected)}
+
+
+def changed_since(record, against):
+    """The notebooks whose source notebook is not the one the student's grade was made against (all of them for a
+    grade from before grades recorded it)."""
+    before = record.get("against") or {}
+    return sorted(nb for nb, digest in against.items() if before.get(nb) != digest)
 
 
 def _check_versions(batch, out):
@@ -377,7 +405,7 @@ class _Writer:
         if result.environment:
             self.not_graded(student, result.environment)
             return
-        self.results.write(student, *self.todo[student], result)
+        self.results.write(student, *self.todo[student], result, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0 if result.results is None else len(notebooks))
 
 

@@ -84,22 +84,36 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
     if not scores:
         print("No submissions in the gradebook.", file=out)
         return
+    if batch.stale:
+        print(f"Graded again, their source notebook changed since they were graded (tests, hidden tests or points): "
+              f"{len(batch.stale)} student{'' if len(batch.stale) == 1 else 's'}", file=out)
     for student, (old, new, resubmitted) in sorted(batch.again.items()):
-        said = "resubmitted: graded again" if resubmitted else "graded again"
+        said = ("resubmitted: graded again" if resubmitted else
+                f"graded again: the source of {', '.join(batch.stale[student])} changed" if student in batch.stale
+                else "graded again")
         print(f"{one_line(student)}: {said} ({old:g} -> {new:g})", file=out)
     notebooks = sorted(next(iter(scores.values())))
     short = {nb: nb.split("-")[0] for nb in notebooks}
     maxima = {nb: next(iter(scores.values()))[nb][1] for nb in notebooks}
     header = ["student"] + [f"{short[nb]} /{maxima[nb]:g}" for nb in notebooks] + [f"total /{sum(maxima.values()):g}"]
+    withheld = batch.needs_you
     rows = [
-        [one_line(student)] + [f"{scores[student][nb][0]:g}" for nb in notebooks]
-        + [f"{sum(scores[student][nb][0] for nb in notebooks):g}"]
+        [one_line(student)] + ["not graded" if nb in withheld.get(student, {}) else f"{scores[student][nb][0]:g}"
+                               for nb in notebooks]
+        + ["not graded" if student in withheld else f"{sum(scores[student][nb][0] for nb in notebooks):g}"]
         for student in sorted(scores)
     ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     print(f"\nScores ({len(batch.graded)} graded now, {len(batch.skipped)} unchanged since graded):", file=out)
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)), file=out)
+
+    if withheld:
+        print("\nNeeds you (refused at intake: not graded, and nothing of theirs exported, until you put the file you "
+              "choose in their submitted folder and run again):", file=out)
+        for student, refused in sorted(withheld.items()):
+            for nb, why in sorted(refused.items()):
+                print(f"  {one_line(student)} {nb}: {one_line(why)}", file=out)
 
     print("\nZeros and problems:", file=out)
     any_problem = False
@@ -115,9 +129,10 @@ def print_summary(url, course_id, assignment, state, autograded, batch, out):
                 print("".join(f"  {one_line(student)} {one_line(reason)}\n" for reason in reasons), end="", file=out)
                 any_problem = any_problem or bool(reasons)
                 continue
+            shown = "not graded" if nb in withheld.get(student, {}) else f"{score:g}/{maxima[nb]:g}"
             for reason in reasons:
                 any_problem = True
-                print(f"  {one_line(student)} {nb} ({score:g}/{maxima[nb]:g}): {one_line(reason)}", file=out)
+                print(f"  {one_line(student)} {nb} ({shown}): {one_line(reason)}", file=out)
     if not any_problem:
         print("  none", file=out)
 

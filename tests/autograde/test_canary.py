@@ -163,3 +163,22 @@ def test_a_full_disk_grades_nobody_says_so_and_the_next_run_grades_everyone(clas
     assert "AFTER FIRST RUN []" in said  # nobody graded
     assert "SECOND RUN EXIT 0" in said, said
     assert f"SCORES {{'correct': {FULL[NB2]}, 'untouched': 0}}" in said, said
+
+
+def test_a_test_the_instructor_s_solution_fails_is_named_and_no_skip_is_offered(class_of_two):
+    """A hidden test edited so that the instructor's own solution fails it: the refusal names the test and its
+    message and says to fix it; skipping the check would grade the class with the broken test, so it is not offered."""
+    source = class_of_two / "source" / ASSIGNMENT / "02-retracing.ipynb"
+    text = source.read_text()
+    hidden = '### BEGIN HIDDEN TESTS\\n",\n    "checks.check_trace_count(traces_after_two_shapes)\\n"'
+    edited = text.replace(hidden, hidden.replace("traces_after_two_shapes)", "traces_after_two_shapes, expected=3)"))
+    assert edited != text
+    source.write_text(edited)
+    failed = _grade(class_of_two)
+    assert failed.returncode == 2, failed.stdout + failed.stderr
+    assert ("the instructor's solution of 02-retracing fails its own test 'two_traces' (AssertionError: expected "
+            "exactly 3 traces (one per input shape); found 2.") in failed.stderr, failed.stderr
+    assert "so the test is at fault, not the environment. No student was graded." in failed.stderr
+    assert "make check STAGE=2 IMPLEMENTATION=solution" in failed.stderr
+    assert "PERFAUDIT_SKIP_CANARY" not in failed.stderr and "--skip-canary" not in failed.stderr
+    _nobody_graded(class_of_two)

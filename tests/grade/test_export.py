@@ -15,7 +15,7 @@ from perfaudit.grade import export, intake
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 
 NB1, NB2 = "01-first-call-vs-steady", "02-retracing"
-NOTEBOOKS = {f"{NB1}.ipynb", f"{NB2}.ipynb"}
+NOTEBOOKS = {f"{NB1}.ipynb", f"{NB2}.ipynb", "03-evidence.ipynb", "04-integrated-audit.ipynb"}
 
 CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Current Score,Performance audit (98765)
     Points Possible,,,,,,20
@@ -47,7 +47,10 @@ def course(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("export"))
     download = root / "download"
     for entry in ("doejane_12345_5001_01-first-call-vs-steady.ipynb", "roefrank_LATE_222_5002_01-first-call-vs-steady.ipynb",
-                  "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady (1).ipynb", "kimlee_333_5003_02-retracing.ipynb"):
+                  "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady (1).ipynb", "kimlee_333_5003_02-retracing.ipynb",
+                  # two files claim notebook 3: refused at intake, so notebook 3 and 4 are not graded (refused.py)
+                  "dupdan_444_5004_01-first-call-vs-steady.ipynb", "dupdan_444_5004_03-evidence.ipynb",
+                  "dupdan_444_5004_03-evidence (1).ipynb"):
         (download / entry).parent.mkdir(parents=True, exist_ok=True)
         (download / entry).write_bytes(b"{}")
     intake.sort_into_submitted(download, root / "submitted", ASSIGNMENT, NOTEBOOKS)
@@ -56,6 +59,7 @@ def course(tmp_path_factory):
         _grade(gradebook, "roefrank_222", 4, late_penalty=1.0)  # 4 points, 1 taken for lateness
         _grade(gradebook, "ana-lopez_777", 3)
         _grade(gradebook, "kimlee_333", 2)  # not in the Canvas roster
+        _grade(gradebook, "dupdan_444", 5)  # what a grade of the notebooks placed would be: never exported
     for student in ("doejane_12345", "roefrank_222", "ana-lopez_777"):
         folder = root / "feedback" / student / ASSIGNMENT
         folder.mkdir(parents=True)
@@ -139,3 +143,23 @@ def test_make_feedback_writes_every_lms_s_export_again_not_only_the_last(course)
         f"export to moodle written again (as last asked: --export moodle --roster {course / 'moodle.csv'})"]
     assert _rows(course / "exports" / "canvas-grades.csv")[2][-1] == "5"
     assert _rows(course / "exports" / "moodle-grades.csv")[1][4] == "15"
+
+
+def test_a_student_with_a_notebook_refused_at_intake_gets_nothing_exported_until_it_is_resolved(course, tmp_path):
+    roster = tmp_path / "canvas.csv"
+    roster.write_text(CANVAS_ROSTER + '"Dan, Dup",444,s-444,ddup,Lab A,,\n', encoding="utf-8")
+    done = export.export("canvas", course, roster, out_dir=tmp_path)
+    assert _rows(done.grades)[-1] == ["Dan, Dup", "444", "s-444", "ddup", "Lab A", ""]
+    why = "2 files claim dupdan_444/03-evidence.ipynb; pick one"
+    assert [line for line in done.lines if "dupdan_444" in line] == [
+        f"  NEEDS YOU dupdan_444: nothing exported until you resolve it; 03-evidence not graded: {why}",
+        "  NEEDS YOU dupdan_444: nothing exported until you resolve it; 04-integrated-audit not graded: it reuses "
+        f"03-evidence.ipynb, which is not graded until you resolve it ({why})"]
+    chosen = course / "submitted" / "dupdan_444" / ASSIGNMENT / "03-evidence.ipynb"
+    chosen.write_bytes(b"{}")  # the instructor puts the file they choose in the student's folder
+    try:
+        done = export.export("canvas", course, roster, out_dir=tmp_path)
+        assert _rows(done.grades)[-1][-1] == "5"
+        assert not [line for line in done.lines if "NEEDS YOU" in line]
+    finally:
+        chosen.unlink()

@@ -40,7 +40,11 @@ def graded(tmp_path_factory):
     correct = samples.submission(samples.SAMPLES["correct"], 1)
     for entry, stamp in {f"ontimeann_101_5001_{NB1}.ipynb": ON_TIME,
                          f"latebob_LATE_102_5002_{NB1} (1).ipynb": LATE,
-                         f"Cy Moo_777_assignsubmission_file_{NB1}.ipynb": ON_TIME}.items():
+                         f"Cy Moo_777_assignsubmission_file_{NB1}.ipynb": ON_TIME,
+                         # two files claim Dee's notebook 3: refused, so neither 3 nor 4 (which reuses it) is graded
+                         f"Dee Dup_888_assignsubmission_file_{NB1}.ipynb": ON_TIME,
+                         "Dee Dup_888_assignsubmission_file_03-evidence.ipynb": ON_TIME,
+                         "Dee Dup_888_assignsubmission_file_03-evidence (1).ipynb": ON_TIME}.items():
         nbformat.write(correct, download / entry)
         os.utime(download / entry, (stamp, stamp))
     hand_placed = root / "submitted" / "handy_900" / ASSIGNMENT  # no timestamp.txt, no submission_secret.txt
@@ -62,14 +66,14 @@ def test_the_late_penalty_applies_from_the_lms_s_time_and_feedback_is_released(g
         # Formgrader lists "last, first": the LMS's names, never "None, None"
         assert {s.id: (s.last_name, s.first_name) for s in gradebook.students} == {
             "ontimeann_101": ("ontimeann", None), "latebob_102": ("latebob", None), "cy-moo_777": ("Moo", "Cy"),
-            "handy_900": (None, None)}
+            "handy_900": (None, None), "dee-dup_888": ("Dup", "Dee")}
 
     # A folder placed by hand, as `make grade` accepts it, is released too: nbgrader reads timestamp.txt and
     # submission_secret.txt beside each page, and the grader gave the feedback folder both.
     (root / "exchange").mkdir(exist_ok=True)  # the exchange nbgrader_config.py names (make lab makes it too)
     released = course.nbgrader("release_feedback", ASSIGNMENT, course_dir=root)
     pages = list((root / "exchange" / COURSE_ID / "feedback").glob("*.html"))
-    assert len(pages) == 4, released
+    assert len(pages) == 5, released
     assert not list((root / "submitted" / "handy_900" / ASSIGNMENT).glob("*.txt")), "submitted/ is never written"
 
 
@@ -78,14 +82,32 @@ def test_grades_csv_carries_the_lms_s_names(graded):
     rows = {row["student_id"]: (row["last_name"], row["first_name"])
             for row in csv.DictReader((root / "grades.csv").open())}
     assert rows == {"ontimeann_101": ("ontimeann", ""), "latebob_102": ("latebob", ""), "cy-moo_777": ("Moo", "Cy"),
-                    "handy_900": ("", "")}
+                    "handy_900": ("", ""), "dee-dup_888": ("Dup", "Dee")}
 
 
 def test_the_run_s_setting_is_said_once(graded):
     _, out = graded
     for opening in ("Graded with:", "Student code:", "Environment check:"):
         assert sum(line.startswith(opening) for line in out.splitlines()) == 1, out
-    assert "intake: 3 files for 3 students" in out
+    assert "intake: 4 files for 4 students" in out
+
+
+def test_a_notebook_refused_at_intake_is_not_graded_and_needs_you(graded):
+    root, out = graded
+    why = "2 files claim dee-dup_888/03-evidence.ipynb; pick one"
+    assert f"NOT PLACED Dee Dup_888_assignsubmission_file_03-evidence.ipynb: {why}" in out
+    needs_you = out.split("\nNeeds you (")[1].split("\n\n")[0].splitlines()[1:]
+    assert needs_you == [
+        f"  dee-dup_888 03-evidence: not graded: {why}",
+        "  dee-dup_888 04-integrated-audit: not graded: it reuses 03-evidence.ipynb, which is not graded until you "
+        f"resolve it ({why})"]
+    row = next(line.split() for line in out.splitlines() if line.startswith("dee-dup_888 "))
+    assert row == ["dee-dup_888", "5", "0", "not", "graded", "not", "graded", "not", "graded"]
+    assert f"  dee-dup_888 03-evidence (not graded): not graded: {why}" in out
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
+        assert gradebook.find_submission_notebook(NB1, ASSIGNMENT, "dee-dup_888").score == 5
+    assert not (root / "autograded" / "dee-dup_888" / ASSIGNMENT / "03-evidence.ipynb").exists()
+    assert not (root / "autograded" / "dee-dup_888" / ASSIGNMENT / "04-integrated-audit.ipynb").exists()
 
 
 def test_both_lmss_get_their_files(graded):
@@ -103,3 +125,26 @@ def test_both_lmss_get_their_files(graded):
     assert [row[-1] for row in canvas] == ["Audit (9)", "5", "0"]
     moodle = list(csv.reader((root / "exports" / "moodle-grades.csv").open()))
     assert moodle[1][4] == "5"
+
+
+def test_a_grade_made_against_another_source_notebook_is_graded_again(graded, tmp_path):
+    """A hidden test edited after grading: the next `make grade` grades everyone again, and says why, instead of
+    keeping grades made against the old test as "unchanged"."""
+    import shutil
+
+    root = shutil.copytree(graded[0], tmp_path / "course", symlinks=True)  # the module's course stays as it was
+    source = root / "source" / ASSIGNMENT / f"{NB1}.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "correct_summary")
+    cell.source = cell.source.replace("### END HIDDEN TESTS", "assert True  # edited after grading\n### END HIDDEN TESTS")
+    nbformat.write(nb, source)
+    out = io.StringIO()
+    batch = run(Options(course_dir=root, workers=2, progress=False, canary=False), out=out)
+    students = ["cy-moo_777", "dee-dup_888", "handy_900", "latebob_102", "ontimeann_101"]
+    assert sorted(batch.graded) == students and batch.skipped == [], out.getvalue()
+    assert batch.stale == {student: [NB1] for student in students}
+    assert ("Graded again, their source notebook changed since they were graded (tests, hidden tests or points): "
+            "5 students") in out.getvalue()
+    assert f"ontimeann_101: graded again: the source of {NB1} changed (5 -> 5)" in out.getvalue()
+    again = run(Options(course_dir=root, workers=2, progress=False, canary=False), out=io.StringIO())
+    assert again.graded == [] and again.stale == {}

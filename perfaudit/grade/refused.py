@@ -1,0 +1,42 @@
+"""A notebook refused at intake is never a score: it stays "not graded" until the instructor resolves it.
+
+Intake records, per student, each notebook of the download it could not place (two files claiming it, ...). Until
+a file of that name is in the student's submitted folder (the instructor copied the right one there), that notebook
+is not graded, nor one that reuses it (notebook 4 runs notebook 3's functions: another copy of notebook 3 would
+grade it against work that is not the student's choice); the student is listed under "needs you" and no grade of
+theirs is exported.
+"""
+
+from pathlib import Path
+
+REUSES = {"04-integrated-audit": "03-evidence"}  # {notebook: the notebook whose functions it runs}
+NOT_GRADED = "not graded: "
+
+
+def unresolved(work, said):
+    """{notebook: "not graded: why"} for the student whose submitted folder is `work`, from what intake said of them
+    (lms_record's entry, or None)."""
+    found = {Path(filename).stem: f"{NOT_GRADED}{why}" for filename, why in ((said or {}).get("refused") or {}).items()
+             if not (Path(work) / filename).is_file()}
+    for notebook, reused in REUSES.items():
+        if reused in found and notebook not in found:
+            found[notebook] = (f"{NOT_GRADED}it reuses {reused}.ipynb, which is not graded until you resolve it "
+                               f"({found[reused][len(NOT_GRADED):]})")
+    return found
+
+
+def withhold(diagnosis, refused):
+    """Take the refused notebooks out of what is graded; their reasons go where the summary reads them."""
+    diagnosis.gradable = [name for name in diagnosis.gradable if name not in refused]
+    for notebook, why in sorted(refused.items()):
+        diagnosis.reasons[notebook] = [why]  # the only thing to say of a notebook nobody graded
+
+
+def needs_you(submitted, record, assignment):
+    """{student: {notebook: "not graded: why"}} for every student of submitted/ with a refusal not resolved yet."""
+    found = {}
+    for student, said in sorted(record.items()):
+        refused = unresolved(Path(submitted) / student / assignment, said)
+        if refused:
+            found[student] = refused
+    return found
