@@ -291,7 +291,7 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
             if found.gradable:
                 jobs[student] = found.gradable
             else:
-                results.write(student, found, print_)
+                results.write(student, found, print_, against=batch.against)
                 _finish(student, batch, progress, 0)
         if not jobs:
             return
@@ -389,7 +389,7 @@ class _Writer:
 
     def zero(self, student, failures):
         """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
-        self.results.write(student, *self.todo[student], failures=failures)
+        self.results.write(student, *self.todo[student], failures=failures, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0)
 
     def not_graded(self, student, whys):
