@@ -36,33 +36,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
+
+from perfaudit.autograde.oomlog import kernel_oom_kills, monotonic_us
+from perfaudit.autograde.proctree import process_table, rss_bytes, signal_if_same, stat, tree
+from perfaudit.autograde.proctree import read_file as _read
 
 MECHANISM_ENV = "PERFAUDIT_MEMORY_MECHANISM"  # "watchdog": use the fallback even where cgroups work
 CGROUP_V2, CGROUP_V1, WATCHDOG = "cgroup v2", "cgroup v1", "watchdog"
 PARENT = "perfaudit"  # the group that holds every submission's group
 WATCH_INTERVAL_S = 0.05
 CLOSE_WAIT_S = 5.0  # how long close() waits for a group or tree to empty before giving up (it never raises)
-KMSG = "/dev/kmsg"  # the kernel log, one record per read(2): readable by root, or where dmesg_restrict is 0
-KMSG_RECORDS = 100_000  # at most this many records read: the log's ring is bounded, this bounds the time as well
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _MB = 2**20
 
 
 # ---------------------------------------------------------------------------------------------- file access
-
-def _read(path: str) -> str:
-    """The whole file; O_NOFOLLOW: a symlink where a cgroup or /proc file should be is an error, not a detour."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-        return b"".join(chunks).decode(errors="replace")
-    finally:
-        os.close(fd)
-
 
 def _write(path: str, text: str) -> None:
     """One write(2), as cgroup files want it; errors (EBUSY, EINVAL, EACCES) surface here, not at a later flush."""
@@ -93,51 +81,6 @@ def _read_int(path: str) -> int | None:
 def _sanitize(name: str) -> str:
     """[A-Za-z0-9_.-] only, no leading dot (so never '.' or '..'), at most 64 characters."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", str(name)).lstrip(".")[:64] or "submission"
-
-
-def _monotonic_us() -> int:
-    """Now, on the kernel log's clock (microseconds since boot, not counting suspend)."""
-    return time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
-
-
-def _oom_kill_fields(message: str) -> dict[str, str] | None:
-    """The fields of a kernel log line about an OOM kill, or None: the 'oom-kill:' line (constraint, oom_memcg,
-    task_memcg, pid, global_oom) or, on older kernels, the machine's 'Out of memory: Killed process <pid>'."""
-    if message.startswith("oom-kill:"):
-        fields = {}
-        for item in message[len("oom-kill:"):].strip().split(","):
-            key, _, value = item.partition("=")
-            fields[key] = value
-        return fields
-    found = re.match(r"Out of memory: Killed process (\d+)", message)
-    return {"pid": found[1], "global_oom": ""} if found else None
-
-
-def kernel_oom_kills(since_us: int) -> list[dict[str, str]]:
-    """The OOM kills the kernel logged since `since_us` (_monotonic_us), each as _oom_kill_fields; [] where the log
-    cannot be read (no permission, no /dev/kmsg)."""
-    try:
-        fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return []
-    found = []
-    try:
-        for _ in range(KMSG_RECORDS):
-            try:
-                record = os.read(fd, 8192).decode(errors="replace")
-            except BrokenPipeError:  # the oldest records were overwritten while read: the next one is there
-                continue
-            except OSError:  # EAGAIN: the end of the log
-                break
-            head, _, message = record.partition(";")
-            stamp = head.split(",")[2] if head.count(",") >= 2 else ""
-            if stamp.isdigit() and int(stamp) >= since_us:
-                fields = _oom_kill_fields(message.strip())
-                if fields is not None:
-                    found.append(fields)
-    finally:
-        os.close(fd)
-    return found
 
 
 # ------------------------------------------------------------------------------------------------- cgroups
@@ -366,83 +309,6 @@ def mechanism() -> str:
     return _probe()[0]
 
 
-# ------------------------------------------------------------------------------------------------ watchdog
-
-def _stat(pid: int) -> tuple[int, int, str] | None:
-    """(ppid, start time, state) from /proc/<pid>/stat, or None once the process is gone.
-
-    The start time tells a process from a later one that was given the same pid.
-    """
-    try:
-        text = _read(f"/proc/{pid}/stat")
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2:].split()  # the command name in (...) may hold spaces and parentheses
-    try:
-        return int(fields[1]), int(fields[19]), fields[0]
-    except (IndexError, ValueError):
-        return None
-
-
-def _processes() -> dict[int, tuple[int, int, str]]:
-    """Every live process: pid -> (ppid, start time, state). Zombies (Z) and dead ones (X) are left out."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            info = _stat(int(entry))
-            if info is not None and info[2] not in ("Z", "X"):
-                table[int(entry)] = info
-    return table
-
-
-def _tree(table: dict[int, tuple[int, int, str]], seeds: dict[int, int]) -> dict[int, int]:
-    """The seeds still alive (same start time) and all their descendants: pid -> start time.
-
-    Seeds are the watched roots and every process seen in the tree before: one whose parent exited (re-parented
-    to init) still counts, as long as it was seen once while in the tree.
-    """
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    members = {pid: start for pid, start in seeds.items() if pid in table and table[pid][1] == start}
-    queue = deque(members)
-    while queue:
-        for child in children.get(queue.popleft(), ()):
-            if child not in members:
-                members[child] = table[child][1]
-                queue.append(child)
-    members.pop(os.getpid(), None)  # never the grader itself
-    members.pop(1, None)
-    return members
-
-
-def _rss_bytes(pid: int) -> int:
-    try:
-        return int(_read(f"/proc/{pid}/statm").split()[1]) * _PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _signal(pid: int, start: int, signum: int) -> None:
-    """signum to pid if it is still the process that started at start (a pidfd pins it while we check)."""
-    pidfd = None
-    try:
-        if hasattr(os, "pidfd_open"):
-            pidfd = os.pidfd_open(pid)
-        info = _stat(pid)
-        if info is None or info[1] != start:
-            return
-        if pidfd is not None:
-            signal.pidfd_send_signal(pidfd, signum)
-        else:
-            os.kill(pid, signum)
-    except OSError:
-        pass
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-
-
 # ----------------------------------------------------------------------------------------------- the limit
 
 class MemoryLimit:
@@ -464,7 +330,7 @@ class MemoryLimit:
         self._closed = False
         self._final: tuple[bool, float | None, str | None] | None = None  # (exceeded, usage, killed from
         # outside) read just before removal
-        self._started_us = _monotonic_us() - 1_000_000  # the kernel log's OOM kills from then on (1 s of margin)
+        self._started_us = monotonic_us() - 1_000_000  # the kernel log's OOM kills from then on (1 s of margin)
         self._version = 0
         self.path = None
         if mechanism() != WATCHDOG:
@@ -516,10 +382,10 @@ class MemoryLimit:
         ancestor, ancestors = os.getpid(), set()
         while ancestor > 0 and ancestor not in ancestors:  # the tree would hold the grader itself
             ancestors.add(ancestor)
-            ancestor = (_stat(ancestor) or (0, 0, ""))[0]
+            ancestor = (stat(ancestor) or (0, 0, ""))[0]
         if pid in ancestors:
             raise ValueError(f"pid {pid} is the grader or one of its ancestors: the watchdog would kill it")
-        info = _stat(pid)
+        info = stat(pid)
         if info is None:
             return  # already gone: nothing to limit
         with self._lock:
@@ -637,9 +503,9 @@ class MemoryLimit:
 
     def _check(self) -> None:
         """One look: the tree's resident memory summed; over the limit, the whole tree killed."""
-        self._seen = _tree(_processes(), self._seen)
+        self._seen = tree(process_table(), self._seen)
         self._ever.update(self._seen)
-        total = sum(_rss_bytes(pid) for pid in self._seen)
+        total = sum(rss_bytes(pid) for pid in self._seen)
         self._peak = total if self._peak is None else max(self._peak, total)
         if total > self._limit:
             self._killed = True
@@ -650,13 +516,13 @@ class MemoryLimit:
         parent is not re-parented out of sight), then SIGKILL all of it. True if anything was still alive."""
         stopped: dict[int, int] = {}
         for _ in range(50):
-            self._seen = _tree(_processes(), {**self._seen, **stopped})
+            self._seen = tree(process_table(), {**self._seen, **stopped})
             new = {pid: start for pid, start in self._seen.items() if pid not in stopped}
             if not new:
                 break
             for pid, start in new.items():
-                _signal(pid, start, signal.SIGSTOP)
+                signal_if_same(pid, start, signal.SIGSTOP)
             stopped.update(new)
         for pid, start in stopped.items():
-            _signal(pid, start, signal.SIGKILL)
+            signal_if_same(pid, start, signal.SIGKILL)
         return bool(stopped)
