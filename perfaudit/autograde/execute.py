@@ -139,6 +139,7 @@ class TrustedExecute(Execute):
         self._kernel_up = False
         self._suspect = None  # what failed before any student code ran, to be judged once the kernel is gone
         self._tested = False  # whether a test ran yet
+        self._latest = None  # the cell_key of the instructor's cell furthest on in the notebook that ran so far
         self._killed_from_outside = None  # why, when the machine's records show the kernel killed from outside
         self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
         try:
@@ -247,6 +248,7 @@ class TrustedExecute(Execute):
             return cell, resources
         if verdicts.is_test(cell):
             if self._is_instructors(cell):
+                self._out_of_order(verdicts.cell_key(cell, index))
                 return self._run_test(cell, resources)
             # A "test" the gradebook does not hold is the student's own cell with forged metadata: it runs in the
             # kernel like any student code, as a plain cell, and is never scored.
@@ -287,16 +289,28 @@ class TrustedExecute(Execute):
                     f"({type(error).__name__}: {error}). Fix the environment and grade again.") from error
         return self._namespace
 
+    def _out_of_order(self, key):
+        """The instructor's cell that comes after cell `key` in the notebook but ran before it (the submission moved
+        a cell), else None; a cell in order becomes the latest."""
+        place = self._contract.order.get(key)
+        if place is None:
+            return None
+        if self._latest is not None and self._contract.order[self._latest] > place:
+            return self._latest
+        self._latest = key
+        return None
+
     def _take_snapshot(self, cell, index, resources):
         """Right after a cell of the instructor's notebook that binds names of the contract, before any later cell
         runs: what tests will read of those names (verdicts.StudentNamespace)."""
         key = verdicts.cell_key(cell, index)
+        ran_after = self._out_of_order(key)
         if key not in self._contract.bound_by:
             return
         namespace = self._student_namespace()
         self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))
         try:
-            namespace.take_snapshot(key)
+            namespace.take_snapshot(key, ran_after)
         except KernelGone as gone:  # the next cell finds the kernel gone and says so
             self.log.warning("%s: the kernel could not be asked for what cell %r bound: %s",
                              resources.get("nbgrader", {}).get("student"), key, gone)

@@ -89,7 +89,7 @@ class FunctionRecord:
         self.repeats = 0
         self.counts = []  # (calls made so far, traces so far) when a call or a wait arrived
         self.function = None  # the function jit was given, as GraderJit.resolve found it
-        self.stages = []  # (stage, grader's span of it) for each trace, lower and compile, in order
+        self.stages = []  # (stage, grader's span, arrival, release) for each trace, lower and compile, in order
         self.runs = []  # Run of each call of a program compile() returned, in order
 
     def counts_after(self, call):
@@ -134,7 +134,8 @@ class GraderJit:
             record.traces += 1
         elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
             time.sleep(self._uniform(STAGE_HOLD_S))
-            record.stages.append((rest[1], time.perf_counter() - received))
+            released = time.perf_counter()
+            record.stages.append((rest[1], released - received, received, released))
         elif kind == protocol.ASK_RUN:
             first = not record.runs
             long = first or self.rng.random() < 1 / 3

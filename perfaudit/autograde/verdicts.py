@@ -64,8 +64,12 @@ class Contract:
         for cell in cells:
             if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
                 used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
+        self.order = {}  # cell_key -> its place among the instructor's code cells: cells run in this order
         for index, cell in enumerate(cells):
-            if cell.get("cell_type") != "code" or is_test(cell):
+            if cell.get("cell_type") != "code":
+                continue
+            self.order.setdefault(cell_key(cell, index), len(self.order))
+            if is_test(cell):
                 continue
             tree = _parse(cell.get("source", ""))
             if utils.is_locked(cell) and not utils.is_solution(cell):
@@ -124,9 +128,17 @@ class StudentNamespace(dict):
         self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
 
-    def take_snapshot(self, key):
+    def take_snapshot(self, key, ran_after=None):
         """Take the names the instructor's cell `key` (cell_key) binds, as the kernel holds them now. KernelGone
-        propagates; an answer the grader refuses is kept as that error, raised when a test uses the name."""
+        propagates; an answer the grader refuses is kept as that error, raised when a test uses the name.
+        ran_after: a cell of the instructor's that comes after `key` in the notebook but ran before it (the cell was
+        moved): its names are then not taken at all, so a cell cannot read what the notebook measures after it."""
+        if ran_after is not None:
+            for name in self.contract.bound_by.get(key, ()):
+                self.snapshot[name] = NameError(
+                    f"name '{name}' is not defined: the cell '{key}' that defines it ran after the cell '{ran_after}', "
+                    "which comes after it in the notebook. Keep the notebook's cells in their order.")
+            return
         for name in sorted(self.contract.bound_by.get(key, ())):
             try:
                 self.snapshot[name] = self.channel.request({"op": "lookup", "name": name})
@@ -144,7 +156,7 @@ class StudentNamespace(dict):
         if name not in self.snapshot:
             raise NameError(f"name '{name}' is not defined: did the cell that defines it run without an error?")
         value = self.snapshot[name]
-        if isinstance(value, StudentError):
+        if isinstance(value, (StudentError, NameError)):
             raise value
         return value.read() if isinstance(value, ReadLater) else value
 

@@ -1,6 +1,8 @@
 """Evidence measured during a call, of a function made by the jit the caller hands in (hidden tests hand in the
 grader's own: perfaudit/autograde/instruments.py)."""
 
+import heapq
+import math
 import time
 
 import numpy as np
@@ -47,6 +49,35 @@ def covers(timings, spans, slack_s):
     return len(spans) == len(timings) and all(t + slack_s >= s for t, s in zip(sorted(timings), spans))
 
 
+def fits(timings, bounds, slack_s):
+    """Whether each timing can be of a span of its own, no shorter than its shortest and no longer than its longest
+    ([(shortest, longest)]): the shortest timings first, each to the span that closes soonest."""
+    bounds, waiting, taken = sorted(bounds), [], 0
+    for timing in sorted(timings):
+        while taken < len(bounds) and bounds[taken][0] - slack_s <= timing:
+            heapq.heappush(waiting, bounds[taken][1])
+            taken += 1
+        while waiting and waiting[0] + slack_s < timing:
+            heapq.heappop(waiting)
+        if not waiting:
+            return False
+        heapq.heappop(waiting)
+    return True
+
+
+def windows(events, start, end):
+    """[(arrival, release)] of a function's calls (or a program's runs and stages) in order, on the grader's clock,
+    release None for one never waited for: for each, the longest a timing of it can be, from the release of the
+    one before (the arrival, if it was never waited for; `start` for the first) until the arrival of the next
+    (`end` for the last). A clock around one call cannot also hold another call's time."""
+    longest = []
+    for i, (arrival, _) in enumerate(events):
+        before = start if i == 0 else (events[i - 1][1] if events[i - 1][1] is not None else events[i - 1][0])
+        after = end if i + 1 == len(events) else events[i + 1][0]
+        longest.append(after - before)
+    return longest
+
+
 def _match_calls(record, first_s, steady, shape, slack_s):
     """([call numbers] the timings are of, None) when they fit the function's calls as the grader timed them, or
     (None, why not) in the student's terms. The first timing is of the first call at `shape`; each steady one of a
@@ -89,7 +120,7 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     return [first, *sorted(chosen)], None
 
 
-def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None):
+def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None, started=None):
     """Timings, a trace count and a JAXPR taken during the call, of a function made by the grader's `jit`
     (perfaudit/autograde/instruments.py): as many steady calls as asked, each timing covering the call it is of as
     the grader timed it, all together within the grader's clock around the whole call; the traces that function
@@ -117,6 +148,7 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
         why = why or reason
     else:
         fail(f"{what}: {why}")
+    _check_each_timing_is_of_one_call(record, matched[0], first, steady, what, started, outer_s)
     shapes = {call.shape for call in record.calls}
     last = max(matched[-1], *(next(i for i, c in enumerate(record.calls) if c.shape == s) for s in shapes))
     trace_count = evidence.get("trace_count")
@@ -133,6 +165,32 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
                 jaxpr_canonical(jaxpr_text) != jaxpr_canonical(expected):
             fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
                   f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation or shape.")
+
+
+def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what, started, outer_s):
+    """Each timing no longer than its call could have taken on a clock around that call alone (windows): one clock
+    around several calls, or a figure padded by a wait outside the timed calls, does not fit."""
+    start = -math.inf if started is None else started
+    end = math.inf if started is None else started + outer_s
+    calls = record.calls
+    events = [(c.started, None if c.span_s is None else c.started + c.span_s) for c in calls]
+    longest = windows(events, start, end)
+    slack = instruments_slack()
+    if not fits([first_s], [(calls[first_call].span_s, longest[first_call])], slack):
+        fail(f"{what}: first_call_s ({first_s * 1e3:.3f} ms) is longer than the first call could have taken, from "
+             "the end of the call before it until the start of the call after it: time that one call alone.")
+    later = [(c.span_s, longest[j]) for j, c in enumerate(calls) if j > first_call and c.span_s is not None and
+             c.shape == calls[first_call].shape]
+    if not fits(steady, later, slack):
+        fail(f"{what}: the steady timings do not each fit one call of their own: a timing is longer than its call "
+             "could have taken, from the end of the call before it until the start of the call after it. Time "
+             "each steady call alone, from just before the call until its result is ready.")
+
+
+def instruments_slack():
+    from perfaudit.autograde import instruments
+
+    return instruments.CLOCK_SLACK_S
 
 
 def _check_first_calls_answered(jit, timed, first, what):
@@ -178,7 +236,8 @@ def check_gather_evidence(gather_evidence, rng=None):
     if not isinstance(evidence, dict):
         fail(f"{what} should return a dict; found {type(evidence).__name__}.")
     check_jaxpr_text(evidence.get("jaxpr_text"))
-    check_measured_evidence(evidence, jit, steady_calls, outer, what, jaxpr_text=evidence.get("jaxpr_text"))
+    check_measured_evidence(evidence, jit, steady_calls, outer, what, jaxpr_text=evidence.get("jaxpr_text"),
+                            started=started)
 
 
 def check_run_audit(run_audit, rng=None):
@@ -200,5 +259,6 @@ def check_run_audit(run_audit, rng=None):
     tracing = report.get("tracing", {})
     check_report_consistent(report, folder, traces=tracing.get("trace_count"))  # the count is judged below
     check_measured_evidence({**report.get("timings", {}), "trace_count": tracing.get("trace_count")}, jit,
-                            steady_calls, outer, what, jaxpr_text=artifact_path(folder, report, "jaxpr").read_text())
+                            steady_calls, outer, what, jaxpr_text=artifact_path(folder, report, "jaxpr").read_text(),
+                            started=started)
     check_returns_what_it_wrote(returned, folder)

@@ -71,7 +71,7 @@ def check_time_stages(time_stages, rng=None):
     what = f"time_stages(jitted, x, {steady_runs})"
     stages = check_stages(stages, steady_runs, what)
     record = jit.functions[0] if jit.functions else None
-    held = {f"{stage}_s": [span for done, span in (record.stages if record else []) if done == stage]
+    held = {f"{stage}_s": [span for done, span, *_ in (record.stages if record else []) if done == stage]
             for stage in ("trace", "lower", "compile")}
     for part, spans in held.items():
         if not spans:
@@ -99,3 +99,32 @@ def check_time_stages(time_stages, rng=None):
     if total > outer_s + CLOCK_SLACK_S:
         _fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "
               "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
+    _check_each_part_is_its_own(record, stages, started, outer_s, what)
+
+
+def _check_each_part_is_its_own(record, stages, started, outer_s, what):
+    """Each part no longer than its stage or run could have taken on a clock around it alone: from the release of
+    the event before it (a lower's own trace, which jitted.lower(x) makes first, counted in) until the arrival of the
+    next (measured.windows). One timing given to several stages, or padded by a wait outside the timed parts, does
+    not fit."""
+    from perfaudit.checks.measured import fits, windows
+
+    events = sorted([(arrival, release, kind) for kind, _, arrival, release in record.stages] +
+                    [(run.started, None if run.span_s is None else run.started + run.span_s, "run")
+                     for run in record.runs])
+    timed = [(arrival, release) for arrival, release, _ in events]
+    longest = windows(timed, started, started + outer_s)
+    for i, (_, _, kind) in enumerate(events):
+        if kind == "lower" and i > 0 and events[i - 1][2] == "trace":  # jitted.lower(x): its trace, then the lowering
+            longest[i] = windows(timed[:i - 1] + timed[i:], started, started + outer_s)[i - 1]
+    bounds = {kind: [(release - arrival, longest[i]) for i, (arrival, release, done) in enumerate(events)
+                     if done == kind and release is not None] for kind in ("trace", "lower", "compile", "run")}
+    for part in ("trace_s", "lower_s", "compile_s"):
+        if not fits([stages[part]], bounds[part[:-2]], CLOCK_SLACK_S):
+            _fail(f"{what}: {part} ({stages[part] * 1e3:.3f} ms) is longer than {STAGE_WORDS[part]} could have taken "
+                  "on a clock around it alone: time each stage on its own, from just before it until it returns.")
+    runs = bounds["run"]
+    if not fits([stages["first_run_s"]], runs[:1], CLOCK_SLACK_S) or \
+            not fits(stages["steady_run_s"], runs[1:], CLOCK_SLACK_S):
+        _fail(f"{what}: a run's timing is longer than that run could have taken on a clock around it alone: time "
+              "each run of the compiled program on its own, from just before compiled(x) until its result is ready.")

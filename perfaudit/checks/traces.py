@@ -6,7 +6,7 @@ import re
 import numpy as np
 
 from perfaudit.checks.failure import fail
-from perfaudit.checks.outputs import device_matrix
+from perfaudit.checks.outputs import as_matrix, compare, device_matrix, output_tolerance, random_matrix
 from perfaudit.reference import reference_jaxpr
 
 
@@ -67,11 +67,23 @@ def _expect_traces(jitted, traces, calls):
             clear_cache(jitted)
             continue
         before = _count(traces)
-        jitted(argument)
+        out = jitted(argument)
         added = _count(traces) - before
+        _check_computes_workload(out, argument, what)
         if added != expected:
             hint = "Is the function wrapped in jax.jit, and does its body count every trace?"
             fail(f"{what} should add {expected} trace(s); traces() went up by {added}. {hint}")
+
+
+def _check_computes_workload(out, argument, what):
+    """The counted function computes tanh(x @ x) for the grader's matrix (a bfloat16 one is not compared: its
+    rounding is the dtype's): a counter beside a function that does no work counts nothing worth counting."""
+    if str(getattr(argument, "dtype", "")) not in ("float32", "float64"):
+        return
+    a = np.asarray(argument, dtype=np.float64)
+    atol, assumed = output_tolerance()
+    compare(as_matrix(out, f"audited for {what}"), np.tanh(a @ a), f"audited should compute tanh(x @ x): for {what}",
+            atol=atol, assumed=assumed)
 
 
 def check_retrace_on_new_shape(jitted, traces, rng=None):
@@ -79,7 +91,7 @@ def check_retrace_on_new_shape(jitted, traces, rng=None):
     audited.clear_cache() a shape it has seen is traced again (the counter counts traces, not shapes)."""
     rng = rng or np.random.default_rng()
     sizes = rng.choice([n for n in range(5, 48) if n not in (8, 16, 32)], size=3, replace=False)  # no notebook's
-    keys = [(device_matrix(np.eye(int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
+    keys = [(device_matrix(random_matrix(rng, int(n))), f"a call at {int(n)}x{int(n)}") for n in sizes]
     _expect_traces(jitted, traces, _shuffled_calls(rng, keys) + _clear_caches_then(keys[0], keys[1]))
 
 
@@ -88,14 +100,14 @@ def check_traces_follow_jit(jitted, traces, rng=None):
     float64 NumPy array that jit converts to float32 (x64 is off) do not; after audited.clear_cache() all trace again."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
-    eye = np.eye(n, dtype=np.float32)
+    a = random_matrix(rng, n)
     import jax.numpy as jnp
 
-    keys = [(device_matrix(eye), f"a call at {n}x{n} float32"),
-            (device_matrix(eye).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)")]
+    keys = [(device_matrix(a), f"a call at {n}x{n} float32"),
+            (device_matrix(a).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)")]
     calls = _shuffled_calls(rng, keys)
     first_f32 = next(i for i, (_, what, _) in enumerate(calls) if what == keys[0][1])
-    calls.insert(first_f32 + 1, (eye.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array "
+    calls.insert(first_f32 + 1, (a.astype(np.float64), f"a call with a {n}x{n} float64 NumPy array "
                                                          "(converted to float32: the key of the float32 call)", 0))
     _expect_traces(jitted, traces, calls + _clear_caches_then(keys[1], keys[0]))
 
@@ -289,7 +301,11 @@ def jaxpr_of(jitted, n=16):
 def check_jaxpr_is_of(jitted, text, n=16):
     """The saved JAXPR is the one of `jitted` itself: the same equations as jitted's own trace at n x n, which must be
     the workload's as the grader makes it (check_jaxpr_text). A function jit did not make has no trace to ask: its
-    JAXPR is judged by check_jaxpr_text alone (its trace checks fail on their own)."""
+    JAXPR is judged by check_jaxpr_text alone (its trace checks fail on their own). jitted must compute tanh(x @ x)
+    for a matrix the grader draws: the trace is asked of the student's object, so what it computes is checked too."""
+    rng = np.random.default_rng()
+    a = random_matrix(rng, n)
+    _check_computes_workload(jitted(device_matrix(a)), a, f"a random {n}x{n} matrix")
     made = jaxpr_of(jitted, n)
     if made is None:
         return

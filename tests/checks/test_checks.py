@@ -589,3 +589,46 @@ def test_an_artifact_name_outside_the_evidence_folder_is_never_looked_at(tmp_pat
     report["artifacts"]["jaxpr"] = name
     with pytest.raises(AssertionError, match="artifacts.jaxpr should name a file beside report.json"):
         checks.check_evidence_dir(write_evidence(tmp_path, report))
+
+
+def test_an_audited_that_computes_nothing_and_forges_its_trace_is_caught():
+    """A jit around a body that returns its input, whose trace() is another function's: the trace checks and the
+    JAXPR check call it with the grader's matrices, so the counter counts nothing worth counting."""
+    count = [0]
+
+    def counted(x):
+        count[0] += 1
+        return x
+
+    class Audited:
+        def __init__(self, fn):
+            self._jit = jax.jit(fn)
+
+        def __call__(self, x):
+            return self._jit(x)
+
+        def clear_cache(self):
+            self._jit.clear_cache()
+
+        def trace(self, x):
+            return jax.jit(lambda v: jnp.tanh(v @ v)).trace(x)
+
+    audited = Audited(counted)
+    for check in (checks.check_retrace_on_new_shape, checks.check_traces_follow_jit):
+        with pytest.raises(AssertionError, match=r"audited should compute tanh\(x @ x\)"):
+            check(audited, lambda: count[0])
+    with pytest.raises(AssertionError, match=r"audited should compute tanh\(x @ x\)"):
+        checks.check_jaxpr_is_of(audited, checks.reference_jaxpr())
+
+
+def test_one_clock_for_every_steady_call_padded_off_the_clock_is_caught():
+    """One timing of the whole loop of steady calls reported for each, and a sleep after the calls so that their sum
+    fits the grader's clock around the call: each timing must fit a call of its own from above too."""
+    def loop_timed_once(k, jit):
+        evidence = gather_evidence(k, jit)
+        loop_s = sum(evidence["steady_s"])
+        time.sleep(loop_s * k)
+        return {**evidence, "steady_s": [loop_s] * k}
+
+    with pytest.raises(AssertionError, match="do not each fit one call of their own"):
+        checks.check_gather_evidence(loop_timed_once)

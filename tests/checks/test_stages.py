@@ -109,6 +109,29 @@ def one_timing_for_two_stages(jitted, x, steady_runs=20):
     return {**found, "trace_s": found["trace_s"] + found["lower_s"], "lower_s": found["trace_s"] + found["lower_s"]}
 
 
+def one_chain_timing_padded(jitted, x, steady_runs=20):
+    """Times the whole chain once, reports it for each stage, and sleeps off the clock so the parts fit the call."""
+    start = time.perf_counter()
+    compiled = jitted.trace(x).lower().compile()
+    chain_s = time.perf_counter() - start
+    runs = [_timed(lambda: compiled(x).block_until_ready())[1] for _ in range(steady_runs + 1)]
+    time.sleep(2 * chain_s + 0.01)
+    return {"trace_s": chain_s, "lower_s": chain_s, "compile_s": chain_s, "first_run_s": runs[0],
+            "steady_run_s": runs[1:]}
+
+
+def one_clock_for_everything_padded(jitted, x, steady_runs=20):
+    """One clock around the chain and every run, reported for each part, padded off the clock."""
+    start = time.perf_counter()
+    compiled = jitted.trace(x).lower().compile()
+    for _ in range(steady_runs + 1):
+        compiled(x).block_until_ready()
+    whole_s = time.perf_counter() - start
+    time.sleep(whole_s * (steady_runs + 4) + 0.01)
+    return {"trace_s": whole_s, "lower_s": whole_s, "compile_s": whole_s, "first_run_s": whole_s,
+            "steady_run_s": [whole_s] * steady_runs}
+
+
 def never_compiles(jitted, x, steady_runs=20):
     return {"trace_s": 1e-4, "lower_s": 1e-4, "compile_s": 1e-4, "first_run_s": 1e-4,
             "steady_run_s": [1e-5] * steady_runs}
@@ -128,6 +151,8 @@ def test_time_stages_written_honestly_passes(honest):
     (warm_first_run, "Was it run before the run you timed"),
     (runs_not_waited_for, "first run was never waited for"),
     (one_timing_for_two_stages, "add up to"),
+    (one_chain_timing_padded, "could have taken on a clock around it alone"),
+    (one_clock_for_everything_padded, "could have taken on a clock around it alone"),
 ])
 def test_time_stages_not_measured_fails_with_what_was_found(wrong, message):
     with pytest.raises(AssertionError, match=message):
