@@ -143,7 +143,8 @@ class GraderJit:
             record.runs.append(Run(received, hold))
             time.sleep(self._uniform(CALL_HOLD_S))
             return str(len(record.runs) - 1)
-        elif kind == protocol.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.runs):
+        elif kind == protocol.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and \
+                int(rest[1]) < len(record.runs):
             run = record.runs[int(rest[1])]
             if run.span_s is None:
                 time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))

@@ -97,7 +97,8 @@ def check_retrace_on_new_shape(jitted, traces, rng=None):
 
 def check_traces_follow_jit(jitted, traces, rng=None):
     """jit's cache key, not a set of shapes: a new shape and a new dtype trace again, in any order; a repeat and a
-    float64 NumPy array that jit converts to float32 (x64 is off) do not; after audited.clear_cache() all trace again."""
+    float64 NumPy array that jit converts to float32 (x64 is off) do not; after audited.clear_cache() all trace
+    again."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
     a = random_matrix(rng, n)
