@@ -148,7 +148,8 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
         why = why or reason
     else:
         fail(f"{what}: {why}")
-    _check_each_timing_is_of_one_call(record, matched[0], first, steady, what, started, outer_s)
+    _check_each_timing_is_of_one_call(record, matched[0], first, steady, what, started, outer_s,
+                                      instruments.CLOCK_SLACK_S)
     shapes = {call.shape for call in record.calls}
     last = max(matched[-1], *(next(i for i, c in enumerate(record.calls) if c.shape == s) for s in shapes))
     trace_count = evidence.get("trace_count")
@@ -167,7 +168,7 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
                   f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation or shape.")
 
 
-def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what, started, outer_s):
+def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what, started, outer_s, slack):
     """Each timing no longer than its call could have taken on a clock around that call alone (windows): one clock
     around several calls, or a figure padded by a wait outside the timed calls, does not fit."""
     start = -math.inf if started is None else started
@@ -175,7 +176,6 @@ def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what,
     calls = record.calls
     events = [(c.started, None if c.span_s is None else c.started + c.span_s) for c in calls]
     longest = windows(events, start, end)
-    slack = instruments_slack()
     if not fits([first_s], [(calls[first_call].span_s, longest[first_call])], slack):
         fail(f"{what}: first_call_s ({first_s * 1e3:.3f} ms) is longer than the first call could have taken, from "
              "the end of the call before it until the start of the call after it: time that one call alone.")
@@ -185,12 +185,6 @@ def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what,
         fail(f"{what}: the steady timings do not each fit one call of their own: a timing is longer than its call "
              "could have taken, from the end of the call before it until the start of the call after it. Time "
              "each steady call alone, from just before the call until its result is ready.")
-
-
-def instruments_slack():
-    from perfaudit.autograde import instruments
-
-    return instruments.CLOCK_SLACK_S
 
 
 def _check_first_calls_answered(jit, timed, first, what):
