@@ -3,9 +3,9 @@
 A test cell's whole source (visible part and hidden tests) is executed in this process. Its names resolve, in
 order, to what the test cells bound themselves, the modules the instructor's locked cells in source/ import
 (imported here: `checks` is always the course's own), Python's builtins, and last the names of the notebook's
-contract: what the cells of the instructor's notebook define (the student's functions and values), read from the
-kernel through the channel when a test uses them: plain data comes back as values, functions as references whose
-calls cross to the kernel. Any other name is undefined: a test never asks the kernel for a name the contract does
+contract: what the cells of the instructor's notebook define, a locked cell's constants made here by the grader's
+own run of its statements, the student's functions and values read from the kernel through the channel: plain data
+comes back as values, functions as references whose calls cross to the kernel. Any other name is undefined: a test never asks the kernel for a name the contract does
 not hold, so nothing a submission defines, edits or unmarks can stand in for a module a test uses. A test passes
 when it raises nothing. Its outputs are made here: what it printed, and on failure one error with the message and
 no traceback, so no hidden line is ever shown and nothing the kernel printed can be read as a score by nbgrader's
@@ -57,10 +57,14 @@ def cell_key(cell, index):
 class Contract:
     """What a notebook's tests may use, read from the instructor's notebook (source/), never from a submission: the
     import statements of its locked cells, run here, and the names its other cells define that a test reads
-    (`names`; `bound_by`: {grade id: those that cell binds}), taken from the kernel right after each such cell ran."""
+    (`names`; `bound_by`: {grade id: those that cell binds}), taken right after each such cell ran. A locked cell's
+    value made from the instructor's imports and constants alone (`made_here`: {grade id: its statements}) is made
+    here, by the grader's own run of those statements; the kernel's is never read. Any other name comes from the
+    kernel: what the student's code made, or what a locked cell made by calling it (the student's claim, which a
+    test reads only beside a check that calls the student's function itself)."""
 
     def __init__(self, cells):
-        self.imports, self.bound_by, used = [], {}, set()
+        self.imports, self.bound_by, self.made_here, used = [], {}, {}, set()
         for cell in cells:
             if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
                 used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
@@ -79,10 +83,45 @@ class Contract:
         self.bound_by = {grade_id: (names - imported) & used for grade_id, names in self.bound_by.items()
                          if (names - imported) & used}
         self.names = set().union(*self.bound_by.values())
+        known = set(imported)
+        for index, cell in enumerate(cells):
+            key = cell_key(cell, index)
+            if cell.get("cell_type") == "code" and utils.is_locked(cell) and not utils.is_solution(cell) and \
+                    not is_test(cell):
+                made = _made_from(_parse(cell.get("source", "")), known)
+                if made and _bound_names(ast.Module(body=made, type_ignores=[])) & self.bound_by.get(key, set()):
+                    self.made_here[key] = made
 
     def import_into(self, namespace):
         """Run the instructor's imports here, in the grader's namespace."""
         exec(compile(ast.Module(body=self.imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
+
+    def make_here(self, key, known):
+        """{name: value} of what the grader makes itself of cell `key`, by running its statements here with `known`
+        (the instructor's imports and what earlier cells' statements made). A path is left to the kernel: the folder
+        it names is the one the kernel wrote to."""
+        made = {}
+        exec(compile(ast.Module(body=self.made_here.get(key, []), type_ignores=[]), f"<the instructor's cell {key}>",
+                     "exec"), dict(known), made)
+        return {name: value for name, value in made.items() if not isinstance(value, os.PathLike)}
+
+
+def _made_from(tree, known):
+    """The assignments of a locked cell whose values use only `known` names (the instructor's imports, builtins and
+    earlier such values), in order; `known` grows by what they bind."""
+    made = []
+    for node in tree.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if not all(isinstance(target, ast.Name) for target in targets):
+            continue
+        used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+        if all(name in known or hasattr(builtins, name) for name in used):
+            made.append(node)
+            known |= {target.id for target in targets}
+    return made
+
 
 
 def _parse(source):
@@ -127,6 +166,7 @@ class StudentNamespace(dict):
         super().__init__(__name__="__main__")
         self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
+        self.known = dict(self)  # the instructor's imports, and what the grader made of the locked cells so far
 
     def take_snapshot(self, key, ran_after=None):
         """Take the names the instructor's cell `key` (cell_key) binds, as the kernel holds them now. KernelGone
@@ -139,7 +179,11 @@ class StudentNamespace(dict):
                     f"name '{name}' is not defined: the cell '{key}' that defines it ran after the cell '{ran_after}', "
                     "which comes after it in the notebook. Keep the notebook's cells in their order.")
             return
-        for name in sorted(self.contract.bound_by.get(key, ())):
+        made = self.contract.make_here(key, self.known) if key in self.contract.made_here else {}
+        self.known.update(made)
+        taken = set(self.contract.bound_by.get(key, ()))
+        self.snapshot.update({name: value for name, value in made.items() if name in taken})
+        for name in sorted(taken - set(made)):
             try:
                 self.snapshot[name] = self.channel.request({"op": "lookup", "name": name})
             except StudentError as error:

@@ -97,6 +97,30 @@ def test_a_test_reads_each_name_as_the_cell_that_binds_it_left_it(tmp_path):
     assert _errors(nb.cells[2]) == [] and _grade(nb.cells[2]) == 1
 
 
+def _locked_cell(source, grade_id):
+    cell = new_code_cell(source)
+    cell.metadata.nbgrader = {"grade": False, "solution": False, "locked": True, "grade_id": grade_id,
+                              "schema_version": 3}
+    return cell
+
+
+def test_a_locked_cell_s_constants_are_the_grader_s_own_whatever_the_kernel_holds(tmp_path):
+    """A locked cell's value made of the instructor's imports and constants alone is made by the grader's own run of
+    the cell: a hook the student registered earlier, which rebinds it in the kernel as the cell ends, reaches no
+    test. A value the cell makes by calling the student's code is still the kernel's."""
+    nb = new_notebook(cells=[
+        _locked_cell("import numpy as np", "setup"),
+        new_code_cell("def forge(*args):\n    globals().update(n=99, x=np.zeros(2), y=np.zeros(2))\n"
+                      "get_ipython().events.register('post_run_cell', forge)\n"
+                      "def twice(v):\n    return 2 * v"),
+        _locked_cell("n = 3\nx = np.arange(n) + 1.0\ny = twice(x)", "constants"),
+        _test_cell("assert n == 3, n\nassert list(x) == [1.0, 2.0, 3.0], x\nassert list(y) == [0.0, 0.0], y",
+                   "reads"),
+    ])
+    nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert _errors(nb.cells[3]) == [] and _grade(nb.cells[3]) == 1
+
+
 def test_a_students_function_is_called_with_the_graders_inputs_and_its_answer_checked_here(tmp_path):
     nb = new_notebook(cells=[
         new_code_cell("import numpy as np\ndef double(a):\n    return np.asarray(a) * 2"),
