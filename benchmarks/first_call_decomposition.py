@@ -39,12 +39,12 @@ def one_process():
     import jax
     import numpy as np
 
-    from perfaudit import decompose
+    from perfaudit import answers, decompose
 
     jax.config.update("jax_enable_compilation_cache", False)
     x = jax.device_put(np.eye(16, dtype=np.float32))
     with contextlib.redirect_stdout(sys.stderr):  # decompose's progress lines; stdout carries the JSON
-        decomposition = decompose.first_call(workload, x, one_time_lowering=False)["decomposition"]
+        decomposition = decompose.first_call(workload, x, answers.time_stages, one_time_lowering=False)["decomposition"]
 
     jitted = jax.jit(workload)
     jitted(x).block_until_ready()

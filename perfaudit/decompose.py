@@ -46,14 +46,10 @@ def _seconds_since(start):
 STEADY_RUNS = 20  # steady runs of the compiled program, after its first run
 
 
-def aot_parts(fn, x, time_stages=None):
+def aot_parts(fn, x, time_stages):
     """The AOT stages of a fresh jit of fn at x, timed by time_stages(jitted, x, steady_runs): trace_s, lower_s,
     compile_s, first_run_s and their sum_s, with the median of the steady runs. Notebook 4 hands in the student's
-    own time_stages; without one, the instructor's reference (perfaudit/answers.py, not in the student copy)."""
-    if time_stages is None:
-        from perfaudit import answers
-
-        time_stages = answers.time_stages
+    own time_stages; the instructor's tests and benchmarks hand in the reference (perfaudit/answers.py)."""
     jitted, _ = _fresh_jit(fn, "aot")
     stages = time_stages(jitted, x, STEADY_RUNS)
     parts = {key: float(stages[key]) for key in ("trace_s", "lower_s", "compile_s", "first_run_s")}
@@ -138,12 +134,12 @@ def _median(rounds, key):
     return sorted(rounds, key=key)[len(rounds) // 2]
 
 
-def first_call(fn, x, rounds=3, one_time_lowering=True, time_stages=None):
+def first_call(fn, x, time_stages, rounds=3, one_time_lowering=True):
     """Decompose the first call of jax.jit(fn) at x both ways, with what the compiler says about the program.
 
     Each method runs `rounds` times, each time on a new function after jax.clear_caches(); the round with the
     median first call (observed) and the round with the median sum (AOT) are reported whole, so one stall of a
-    busy machine does not decide the result. time_stages, when given, times the AOT rounds (see aot_parts).
+    busy machine does not decide the result. time_stages times the AOT rounds (see aot_parts).
     Clears JAX's in-memory caches: jitted functions compiled before recompile on their next call. Returns a dict: decomposition, cost_analysis, memory_estimate (report
     sections) and stablehlo_text (the lowered program, for a file beside the JAXPR).
     """

@@ -73,3 +73,24 @@ def test_no_module_is_over_600_lines():
     assert {name: n for name, n in lengths.items() if n > MAX_LINES and name not in LONG_MODULES} == {}
     # An exception that is no longer needed goes from LONG_MODULES, so the rule holds for that module again.
     assert {name: lengths.get(name, 0) for name in LONG_MODULES if lengths.get(name, 0) <= MAX_LINES} == {}
+
+
+def _student_facing():
+    """The modules a student's copy holds (perfaudit/student_copy.py follows the release's imports)."""
+    from perfaudit import student_copy
+
+    return {f"perfaudit.{name}" for name in student_copy.public_modules()}, student_copy.INSTRUCTOR_ONLY
+
+
+def test_student_facing_code_imports_nothing_of_the_grader_or_the_answer_key():
+    """One-way walls: the grader may import the checks, never the reverse; a module the student copy holds imports
+    no instructor-only module, at its top or inside a function alike (so no hidden import waits to fail, or to
+    leak, in a student's copy)."""
+    modules = _modules()
+    facing, instructor_only = _student_facing()
+    packages = {name for name in facing if modules[name].name == "__init__.py"}
+    files = {name for name in modules if name in facing or name.rpartition(".")[0] in packages}
+    crossing = sorted(f"{name} -> {imported}" for name in files for imported in _imported(name, modules[name], modules)
+                      if imported.partition(".")[2].split(".")[0] in instructor_only)
+    assert crossing == []
+    assert "perfaudit.checks" in facing and "autograde" in instructor_only  # what the wall is between

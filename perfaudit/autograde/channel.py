@@ -267,7 +267,7 @@ class Exchange:
                         "call": bool(value.call_delays_s)}
             if isinstance(value, Path):
                 if not self._mirrorable(value):
-                    raise ValueError(f"a test may hand the student's code only folders made by checks.new_folder() "
+                    raise ValueError(f"a test may hand the student's code only folders made by hidden.new_folder() "
                                      f"or read back from the kernel, not {value}")
                 mirrors.append(value)
                 files = protocol.snapshot(value)["files"] if value.is_dir() else {}  # a new folder, usually empty

@@ -17,8 +17,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 import perfaudit
 from perfaudit import ASSIGNMENT, environment, paths
-from perfaudit.autograde import sandbox, statefolder
-from perfaudit.grade import versions
+from perfaudit.autograde import sandbox, statefolder, versions
 
 RECORD_SUFFIX = ".environment.json"
 # What plain nbgrader's settings may change of a grade: given on its command line, they are not in the fingerprint.

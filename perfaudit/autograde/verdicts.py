@@ -230,7 +230,7 @@ def _guard_opens(event, args):
         return  # a file descriptor already open
     path = os.path.realpath(os.fsdecode(args[0]))
     if not _within(path, (*roots(), *_library_roots())):
-        raise PermissionError(f"a test may open only folders made for it (checks.new_folder()) or read back from "
+        raise PermissionError(f"a test may open only folders made for it (hidden.new_folder()) or read back from "
                               f"the student's kernel; not {os.path.basename(path) or path!r}")
 
 

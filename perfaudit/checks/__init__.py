@@ -8,15 +8,14 @@ per subject a student meets, so a failing check's traceback stays among what it 
   timing.py    synchronized timings in seconds, the first call apart from the steady calls, their summary
   traces.py    the trace counter, retracing at a new cache key, the prediction exercise, JAXPRs
   evidence.py  report.json, the files beside it, the first call decomposed, the cost model
-  measured.py  evidence measured during a call, through a jit the caller hands in (hidden tests)
-  stages.py    notebook 4's own timing of trace, lower, compile and the compiled program's runs
+  stages.py    the form of notebook 4's timings of trace, lower, compile and the compiled program's runs
   selfcheck.py each notebook's central mistake, caught by its visible self-check (calls counted as traces, a
                warm first call, a stage timing that holds another stage)
   held.py      results whose readiness someone else decides (how a check knows the caller waited)
   failure.py   how a check fails
 
-The grader's own instruments and the evidence made up for hidden tests live with the grading plug-ins
-(perfaudit/autograde/instruments.py, made_up.py); the names hidden tests use are re-exported here.
+Nothing here imports the grader or the answer key (tests/test_layout.py keeps it so): what hidden tests need of
+them (the grader's instruments and clock, made-up evidence, the answer key) is perfaudit/autograde/hidden.py.
 """
 
 from perfaudit import unfilled
@@ -24,9 +23,8 @@ from perfaudit.checks.evidence import (DECOMPOSITION_PARTS, GOING_FURTHER_SECTIO
                                        artifact_path, check_decomposition, check_evidence_dir, check_expected_cost,
                                        check_going_further, check_going_further_carries, check_report_agrees,
                                        check_report_carries, check_report_consistent, check_report_schema,
-                                       check_report_scope, check_returns_what_it_wrote, expected_cost_of, read_report)
+                                       check_report_scope, check_returns_what_it_wrote, read_report)
 from perfaudit.checks.held import FreshJit, HeldResult, SlowFunction
-from perfaudit.checks.measured import check_gather_evidence, check_measured_evidence, check_run_audit, grader_jit
 from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, IDENTITY_DIAGONAL, MATMUL_TOLERANCE,
                                       check_identity_output, check_random_output, matmul_precision_class,
                                       matmul_setting, output_tolerance, random_matrix)
@@ -35,7 +33,7 @@ from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STE
                                      check_timings)
 from perfaudit.checks.selfcheck import (check_counts_traces_not_calls, check_first_call_is_cold,
                                         check_stages_are_their_own)
-from perfaudit.checks.stages import check_stages, check_time_stages
+from perfaudit.checks.stages import check_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
                                      check_trace_predictions, check_traces_follow_jit, clear_cache, count_new_traces,
@@ -44,12 +42,3 @@ from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, 
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
 
-
-def __getattr__(name):
-    """What hidden tests use of the grading plug-ins, imported only when a hidden test asks (the student copy has no
-    perfaudit/autograde/)."""
-    from perfaudit.autograde import made_up
-
-    if name in made_up.__all__:
-        return getattr(made_up, name)
-    raise AttributeError(f"module 'perfaudit.checks' has no attribute {name!r}")

@@ -131,21 +131,15 @@ def check_decomposition(decomposition):
 SELF_CHECK_COST = {16: {"flops": 8192, "transcendentals": 256}}  # written out, as XLA's cost model reports them
 
 
-def expected_cost_of(n):
-    """tanh(x @ x)'s cost for an n x n input as XLA's cost model counts it (perfaudit/answers.py for other n)."""
-    if n in SELF_CHECK_COST:
-        return SELF_CHECK_COST[n]
-    from perfaudit import answers  # hidden tests only: not in the student copy
-
-    return answers.cost_of(n)
-
-
-def check_expected_cost(expected_cost, n=16):
-    """expected_cost(n) gives flops and transcendentals of tanh(x @ x) as the closed form counts them."""
+def check_expected_cost(expected_cost, n=16, expected=None):
+    """expected_cost(n) gives flops and transcendentals of tanh(x @ x) as the closed form counts them: `expected`,
+    which a caller with the answer key (perfaudit/answers.py, not in the student copy) gives for another n."""
+    if expected is None:
+        expected = SELF_CHECK_COST[n]
     found = expected_cost(n)
     if not isinstance(found, dict):
         fail(f"expected_cost({n}) should return a dict; found {type(found).__name__}.")
-    for key, value in expected_cost_of(n).items():
+    for key, value in expected.items():
         if key not in found:
             fail(f"expected_cost({n}) should have the key {key!r}; found keys {sorted(found)}.")
         got = found[key]

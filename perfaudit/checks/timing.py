@@ -107,15 +107,10 @@ SELF_CHECK_SAMPLES = (0.003, 0.001, 0.002, 0.005, 0.004)
 SELF_CHECK_SUMMARY = {"median_s": 0.003, "min_s": 0.001, "max_s": 0.005, "iqr_s": 0.002}
 
 
-def check_summarize(summarize, samples=SELF_CHECK_SAMPLES):
-    """summarize(samples) returns median, min, max and interquartile range, as NumPy computes them."""
+def check_summarize(summarize, samples=SELF_CHECK_SAMPLES, expected=SELF_CHECK_SUMMARY):
+    """summarize(samples) returns median, min, max and interquartile range, as NumPy computes them: `expected`,
+    which a hidden test computes with the answer key for samples of its own (perfaudit/autograde/hidden.py)."""
     samples = [float(s) for s in samples]
-    if tuple(samples) == SELF_CHECK_SAMPLES:
-        expected = SELF_CHECK_SUMMARY
-    else:
-        from perfaudit import answers  # hidden tests only: not in the student copy
-
-        expected = answers.summary_of(samples)
     found = summarize(list(samples))
     if not isinstance(found, dict):
         fail(f"summarize should return a dict; found {type(found).__name__}.")

@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 
 from perfaudit.autograde import statefolder
-from perfaudit.grade import versions
+from perfaudit.autograde import versions
 
 FILE = "records.jsonl"
 VOLATILE = ("graded_at", "seconds")  # what differs between two gradings of the same files in one environment

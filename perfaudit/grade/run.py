@@ -58,7 +58,7 @@ class Batch:
     canary: str = ""  # what the canary found before grading, or that it was skipped
     environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
     refused: dict = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
-    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.grade.versions.graded_with()
+    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.autograde.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
     needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import nbformat
 
+from perfaudit.autograde import versions
 from perfaudit.autograde.execute import NOT_RUN
-from perfaudit.grade import gradebook, versions
+from perfaudit.grade import gradebook
 from perfaudit.grade.escape import one_line
 
 

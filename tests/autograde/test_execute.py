@@ -150,11 +150,11 @@ def test_only_folders_made_for_tests_are_handed_to_the_students_code(tmp_path):
     nb = new_notebook(cells=[
         new_code_cell("from pathlib import Path\ndef write(folder):\n    (Path(folder) / 'x.txt').write_text('hi')"),
         _test_cell("from pathlib import Path\nwrite(Path('/tmp'))", "outside"),
-        _test_cell("from perfaudit import checks\nfolder = checks.new_folder()\nwrite(folder)\n"
+        _test_cell("from perfaudit.autograde import hidden\nfolder = hidden.new_folder()\nwrite(folder)\n"
                    "assert (folder / 'x.txt').read_text() == 'hi'", "made_for_the_test"),
     ])
     nb, _ = TrustedExecute(timeout=30).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
-    assert _errors(nb.cells[1])[0][0] == "ValueError" and "checks.new_folder()" in _errors(nb.cells[1])[0][1]
+    assert _errors(nb.cells[1])[0][0] == "ValueError" and "hidden.new_folder()" in _errors(nb.cells[1])[0][1]
     assert _errors(nb.cells[2]) == []
 
 

@@ -143,7 +143,7 @@ def test_a_test_folder_crosses_with_its_files_and_comes_back_as_the_kernel_left_
 
 
 def test_a_folder_the_grader_did_not_make_is_never_sent(exchange, tmp_path):
-    with pytest.raises(ValueError, match="only folders made by checks.new_folder"):
+    with pytest.raises(ValueError, match="only folders made by hidden.new_folder"):
         exchange.encode(tmp_path, [])
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from jax._src import monitoring  # the listener list itself: is ours gone afterwards?
 
-from perfaudit import charts, checks, decompose, environment, report
+from perfaudit import answers, charts, checks, decompose, environment, report
 from evidence_reports import consistent_report, write_evidence
 
 N = 16
@@ -27,7 +27,7 @@ def workload(x):
 def first_call():
     jax.config.update("jax_enable_compilation_cache", False)
     listeners = len(monitoring._event_duration_secs_listeners)
-    result = decompose.first_call(workload, jax.device_put(np.eye(N, dtype=np.float32)))
+    result = decompose.first_call(workload, jax.device_put(np.eye(N, dtype=np.float32)), answers.time_stages)
     assert len(monitoring._event_duration_secs_listeners) == listeners, "the listener should be removed"
     return result
 
@@ -59,7 +59,8 @@ def test_decomposition_parts_are_positive_and_within_the_first_call(first_call):
 
 def test_a_second_decomposition_in_the_same_process_holds_together(first_call):
     # New function names each time: the second one's events are its own, its caches fresh.
-    again = decompose.first_call(workload, jax.device_put(np.eye(N, dtype=np.float32)), one_time_lowering=False)
+    again = decompose.first_call(workload, jax.device_put(np.eye(N, dtype=np.float32)), answers.time_stages,
+                                 one_time_lowering=False)
     checks.check_decomposition(again["decomposition"])
     assert "one_time_lowering" not in again["decomposition"]
 
@@ -153,9 +154,9 @@ def test_going_further_check_names_what_is_missing(first_call, tmp_path):
 
 
 def test_expected_cost_check_compares_with_the_closed_form():
-    checks.check_expected_cost(lambda n: {"flops": 2 * n**3, "transcendentals": n**2}, n=7)
+    checks.check_expected_cost(lambda n: {"flops": 2 * n**3, "transcendentals": n**2}, 7, answers.cost_of(7))
     with pytest.raises(AssertionError, match=r"\['flops'\] should be 686"):
-        checks.check_expected_cost(lambda n: {"flops": n**3, "transcendentals": n**2}, n=7)
+        checks.check_expected_cost(lambda n: {"flops": n**3, "transcendentals": n**2}, 7, answers.cost_of(7))
 
 
 def test_charts_are_png_files_in_the_evidence_dir(first_call, tmp_path):

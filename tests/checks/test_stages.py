@@ -12,7 +12,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from perfaudit import checks, decompose, paths, reuse
+from perfaudit import decompose, paths, reuse
+from perfaudit.autograde import measured
 from perfaudit.checks import stages
 from perfaudit.fixtures import samples
 
@@ -139,7 +140,7 @@ def never_compiles(jitted, x, steady_runs=20):
 
 @pytest.mark.parametrize("honest", [time_stages, as_arrays, lowered_in_one_call])
 def test_time_stages_written_honestly_passes(honest):
-    checks.check_time_stages(honest)
+    measured.check_time_stages(honest)
 
 
 @pytest.mark.parametrize("wrong, message", [
@@ -156,7 +157,7 @@ def test_time_stages_written_honestly_passes(honest):
 ])
 def test_time_stages_not_measured_fails_with_what_was_found(wrong, message):
     with pytest.raises(AssertionError, match=message):
-        checks.check_time_stages(wrong)
+        measured.check_time_stages(wrong)
 
 
 @pytest.mark.parametrize("found, message", [
@@ -178,8 +179,8 @@ def test_the_decomposition_takes_its_aot_column_from_the_students_function():
         calls.append(steady_runs)
         return time_stages(jitted, x, steady_runs)
 
-    first = decompose.first_call(lambda x: jnp.tanh(x @ x), jax.device_put(np.eye(16, dtype=np.float32)), rounds=1,
-                                 one_time_lowering=False, time_stages=recording)
+    first = decompose.first_call(lambda x: jnp.tanh(x @ x), jax.device_put(np.eye(16, dtype=np.float32)), recording,
+                                 rounds=1, one_time_lowering=False)
     assert calls == [decompose.STEADY_RUNS]
     aot = first["decomposition"]["aot"]
     assert aot["steady_run_median_s"] > 0 and aot["sum_s"] == pytest.approx(

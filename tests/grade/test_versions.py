@@ -12,7 +12,8 @@ from importlib import metadata
 import pytest
 
 from perfaudit import paths
-from perfaudit.grade import summary, versions
+from perfaudit.autograde import versions
+from perfaudit.grade import summary
 from perfaudit.grade.run import Batch
 
 REQUIREMENTS = """\
@@ -76,7 +77,7 @@ def test_reading_a_notebook_builds_no_iri_grammar():
 
 def test_graded_with_reads_metadata_and_never_imports_jax():
     code = (
-        "import sys, json; from perfaudit.grade import versions; found = versions.graded_with(); "
+        "import sys, json; from perfaudit.autograde import versions; found = versions.graded_with(); "
         "print(json.dumps([found, 'jax' in sys.modules, 'numpy' in sys.modules]))"
     )
     found, jax_imported, numpy_imported = json.loads(

@@ -1,5 +1,6 @@
-"""Evidence measured during a call, of a function made by the jit the caller hands in (hidden tests hand in the
-grader's own: perfaudit/autograde/instruments.py)."""
+"""Evidence measured during a call, of a function made by the grader's jit (instruments.py), for hidden tests only:
+stage 3's gather_evidence and run_audit, and notebook 4's time_stages. The checks a student's copy holds
+(perfaudit/checks/) judge the numbers' form; these judge them against the grader's own clock."""
 
 import heapq
 import math
@@ -7,19 +8,20 @@ import time
 
 import numpy as np
 
+from perfaudit.autograde import instruments
+from perfaudit.autograde.made_up import new_folder
 from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
     check_returns_what_it_wrote, read_report, artifact_path
 from perfaudit.checks.failure import fail
 from perfaudit.checks.outputs import as_matrix, compare, device_matrix, output_tolerance, random_matrix
+from perfaudit.checks.stages import CLOCK_SLACK_S, STAGE_PARTS, STAGE_WORDS, check_stages
 from perfaudit.checks.timing import as_float, check_seconds
 from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
 from perfaudit.reference import reference_jaxpr
 
 
 def grader_jit(rng=None):
-    """The grader's jit (perfaudit/autograde/instruments.py) for gather_evidence(steady_calls, jit) and run_audit."""
-    from perfaudit.autograde import instruments
-
+    """The grader's jit (instruments.py) for gather_evidence(steady_calls, jit), run_audit and time_stages."""
     return instruments.GraderJit(rng or np.random.default_rng())
 
 
@@ -125,8 +127,6 @@ def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_te
     (perfaudit/autograde/instruments.py): as many steady calls as asked, each timing covering the call it is of as
     the grader timed it, all together within the grader's clock around the whole call; the traces that function
     really made; that function computing tanh(x @ x); the JAXPR its own."""
-    from perfaudit.autograde import instruments
-
     if not isinstance(evidence, dict):
         fail(f"{what} should be a dict; found {type(evidence).__name__}.")
     first = check_seconds(as_float(evidence.get("first_call_s")), f"{what}: first_call_s")
@@ -239,8 +239,6 @@ def check_run_audit(run_audit, rng=None):
     measured and counted during the call, and the report it returns is the one it wrote."""
     rng = rng or np.random.default_rng()
     steady_calls = int(rng.integers(5, 20))
-    from perfaudit.autograde.made_up import new_folder
-
     jit = grader_jit(rng)
     folder = new_folder()
     started = time.perf_counter()
@@ -256,3 +254,76 @@ def check_run_audit(run_audit, rng=None):
                             steady_calls, outer, what, jaxpr_text=artifact_path(folder, report, "jaxpr").read_text(),
                             started=started)
     check_returns_what_it_wrote(returned, folder)
+
+
+def check_time_stages(time_stages, rng=None):
+    """time_stages on a new function of the grader's jit, a random matrix and a steady_runs chosen now: every part
+    measured during the call; each of trace, lower and compile covering that stage as the grader held it; the first
+    run covering the compiled program's very first run, waited for; each steady run covering a later run of its own.
+    The grader holds each run of the compiled program and lets its result be ready when it chooses
+    (perfaudit/autograde/instruments.py): a warm run timed as the first, or a run not waited for, does not fit."""
+    rng = rng or np.random.default_rng()
+    n, steady_runs = int(rng.integers(8, 48)), int(rng.integers(5, 20))
+    jit = grader_jit(rng)
+    x = device_matrix(random_matrix(rng, n))
+    started = time.perf_counter()
+    stages = time_stages(jit.new_workload(), x, steady_runs)
+    outer_s = time.perf_counter() - started
+    what = f"time_stages(jitted, x, {steady_runs})"
+    stages = check_stages(stages, steady_runs, what)
+    record = jit.functions[0] if jit.functions else None
+    held = {f"{stage}_s": [span for done, span, *_ in (record.stages if record else []) if done == stage]
+            for stage in ("trace", "lower", "compile")}
+    for part, spans in held.items():
+        if not spans:
+            fail(f"{what} never called {STAGE_WORDS[part]} on the function it was given: build the chain from it, "
+                  "jitted.trace(x).lower().compile(), and time each step.")
+        if stages[part] + CLOCK_SLACK_S < min(spans):
+            fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than {STAGE_WORDS[part]} took during the "
+                  "call: time it alone, from just before it until it returns.")
+    runs = record.runs if record else []
+    if not runs:
+        fail(f"{what} never ran the program it compiled: time compiled(x) for the first run and the steady runs.")
+    if runs[0].span_s is None:
+        fail(f"{what}: the compiled program's first run was never waited for, so first_run_s cannot include it. "
+              "Call block_until_ready() on its result before you stop the clock.")
+    if stages["first_run_s"] + CLOCK_SLACK_S < runs[0].span_s:
+        fail(f"{what}: first_run_s ({stages['first_run_s'] * 1e3:.3f} ms) is shorter than the compiled program's "
+              "first run took. Was it run before the run you timed? Time its very first run, from just before "
+              "compiled(x) until block_until_ready() returns, and nothing before it.")
+    later = [run.span_s for run in runs[1:] if run.span_s is not None]
+    if not covers(stages["steady_run_s"], later, CLOCK_SLACK_S):
+        fail(f"{what}: the steady runs do not each cover a later run of the compiled program of their own, waited "
+              f"for ({len(later)} later runs were waited for): time each steady run from just before compiled(x) "
+              "until block_until_ready() returns.")
+    total = sum(stages[part] for part in STAGE_PARTS) + sum(stages["steady_run_s"])
+    if total > outer_s + CLOCK_SLACK_S:
+        fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "
+              "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
+    _check_each_part_is_its_own(record, stages, started, outer_s, what)
+
+
+def _check_each_part_is_its_own(record, stages, started, outer_s, what):
+    """Each part no longer than its stage or run could have taken on a clock around it alone: from the release of
+    the event before it (a lower's own trace, which jitted.lower(x) makes first, counted in) until the arrival of the
+    next (measured.windows). One timing given to several stages, or padded by a wait outside the timed parts, does
+    not fit."""
+    events = sorted([(arrival, release, kind) for kind, _, arrival, release in record.stages] +
+                    [(run.started, None if run.span_s is None else run.started + run.span_s, "run")
+                     for run in record.runs])
+    timed = [(arrival, release) for arrival, release, _ in events]
+    longest = windows(timed, started, started + outer_s)
+    for i, (_, _, kind) in enumerate(events):
+        if kind == "lower" and i > 0 and events[i - 1][2] == "trace":  # jitted.lower(x): its trace, then the lowering
+            longest[i] = windows(timed[:i - 1] + timed[i:], started, started + outer_s)[i - 1]
+    bounds = {kind: [(release - arrival, longest[i]) for i, (arrival, release, done) in enumerate(events)
+                     if done == kind and release is not None] for kind in ("trace", "lower", "compile", "run")}
+    for part in ("trace_s", "lower_s", "compile_s"):
+        if not fits([stages[part]], bounds[part[:-2]], CLOCK_SLACK_S):
+            fail(f"{what}: {part} ({stages[part] * 1e3:.3f} ms) is longer than {STAGE_WORDS[part]} could have taken "
+                  "on a clock around it alone: time each stage on its own, from just before it until it returns.")
+    runs = bounds["run"]
+    if not fits([stages["first_run_s"]], runs[:1], CLOCK_SLACK_S) or \
+            not fits(stages["steady_run_s"], runs[1:], CLOCK_SLACK_S):
+        fail(f"{what}: a run's timing is longer than that run could have taken on a clock around it alone: time "
+              "each run of the compiled program on its own, from just before compiled(x) until its result is ready.")

@@ -1,0 +1,15 @@
+"""What hidden tests use that a student's copy never holds: `from perfaudit.autograde import hidden` in a test's
+hidden part. The checks shared with visible tests stay in perfaudit/checks/ (student-facing, importing nothing of
+the grader's or the answer key); these need the grader's instruments, its made-up evidence or the answer key."""
+
+from perfaudit import answers, checks
+from perfaudit.autograde.made_up import made_up_evidence, made_up_first_call, made_up_report, new_folder
+from perfaudit.autograde.measured import check_gather_evidence, check_run_audit, check_time_stages
+
+__all__ = ["check_gather_evidence", "check_run_audit", "check_summarize", "check_time_stages", "made_up_evidence",
+           "made_up_first_call", "made_up_report", "new_folder"]
+
+
+def check_summarize(summarize, samples):
+    """checks.check_summarize on samples the test chose, against the answer key's summary of them."""
+    checks.check_summarize(summarize, samples, answers.summary_of([float(s) for s in samples]))
