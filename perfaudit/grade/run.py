@@ -23,10 +23,10 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT, course
-from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission
+from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission, versions
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
-                             summary, task, versions, worker)
+                             summary, task, worker)
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
 
