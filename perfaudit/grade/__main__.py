@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 try:
-    from perfaudit import course
+    from perfaudit.grade import coursedir
     from perfaudit.grade import classreport, export, feedback, records
     from perfaudit.grade.engine import SchedulerUnreachable
     from perfaudit.grade.run import NothingToGrade, Options, run
@@ -77,8 +77,8 @@ def command_line():
 
 def main(argv=None):
     args = parse(argv)
-    if course.not_a_course(args.course_dir):
-        print(course.not_a_course(args.course_dir), file=sys.stderr)
+    if coursedir.not_a_course(args.course_dir):
+        print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
     if args.roster and not args.roster.is_file():
         print(f"No roster at {args.roster}: name the file you downloaded from the LMS (Canvas: Grades > Export; "

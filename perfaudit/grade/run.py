@@ -22,11 +22,11 @@ from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT
 from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission, versions
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
-                             summary, task, worker)
+from perfaudit.grade import (classreport, coursedir, diagnose, engine, envcheck, gradebook, intake, names, records,
+                             regrade, summary, task, worker)
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
 
@@ -133,7 +133,7 @@ def _assignment(course_dir, url, course_id, out):
     with gradebook.opened(url, course_id) as course_gb:
         if not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments):
             with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
-                course.nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
+                coursedir.nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
                                 f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
             print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
                   "generate_assignment; notebooks/ untouched).", file=out)
@@ -238,7 +238,7 @@ def run(options, out=sys.stdout):
         after = gradebook.totals(course_gb, ASSIGNMENT)
         gradebook.name_students(course_gb, intake.lms_record(submitted))
     started = time.monotonic()
-    course.nbgrader("export", f"--db={url}", course_dir=course_dir)
+    coursedir.nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
     batch.again = {student: (before[student], after[student], student in resubmitted)

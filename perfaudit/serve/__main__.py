@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-from perfaudit import course
+from perfaudit.grade import coursedir
 from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
@@ -32,8 +32,8 @@ def parse(argv):
 
 def main(argv=None):
     args = parse(argv)
-    if course.not_a_course(args.course_dir):
-        print(course.not_a_course(args.course_dir), file=sys.stderr)
+    if coursedir.not_a_course(args.course_dir):
+        print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
     from perfaudit.serve.service import Service
 
