@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from courses import make_course  # noqa: E402
 from grading_cost import make_bare_course  # noqa: E402

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 from courses import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, course, paths  # noqa: E402

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 from serve_course import Service, course_with_exchange, ledger, student_home, submit  # noqa: E402
 
 import nbformat  # noqa: E402

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 from courses import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT  # noqa: E402
@@ -109,7 +109,7 @@ class Load:
 
 
 def prepare_course(root, sample_names):
-    """A course made as tests/courses.make_course makes one, with one submission per sample, named after it."""
+    """A course made as tests/helpers/courses.make_course makes one, with one submission per sample, named after it."""
     root = make_course(Path(root))
     for name in sample_names:
         samples.write_submission(name, root / "submitted")

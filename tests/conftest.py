@@ -1,7 +1,7 @@
 """Fixtures every folder of tests shares, and the hooks that hand tests to pytest-xdist's processes (process_groups).
 
-Helpers that are not fixtures live in modules of their own beside this file (courses.py, once_per_run.py, ...), so
-that a folder's own conftest.py never shadows them."""
+Helpers that are not fixtures live in modules of their own in tests/helpers/ (courses.py, once_per_run.py, ...;
+pyproject.toml puts the folder on the path), so that a folder's own conftest.py never shadows them."""
 
 import os
 from pathlib import Path
