@@ -54,7 +54,8 @@ def failing_test(nb):
                 if not (utils.is_grade(cell) and not utils.is_solution(cell) and cell.cell_type == "code"):
                     return None
                 message = (output.get("evalue") or "").strip().splitlines()
-                return cell["metadata"]["nbgrader"]["grade_id"], f"{output.get('ename')}: {message[0] if message else ''}"
+                return (cell["metadata"]["nbgrader"]["grade_id"],
+                        f"{output.get('ename')}: {message[0] if message else ''}")
     return None
 
 
@@ -129,8 +130,9 @@ def check_notebook(name, config, pipeline):
     if release is not None:
         earned, _ = scores(_graded(release, config, pipeline))
         if earned:
-            raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass without an "
-                                   "answer. No student was graded; fix the tests in source/ and release again.")
+            raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass "
+                                          "without an answer. No student was graded; fix the tests in source/ and "
+                                          "release again.")
 
 
 def _find(directory, coursedir, assignment, name):

@@ -179,7 +179,8 @@ class KernelChannel:
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 if interrupted:
-                    raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader interrupted it")
+                    raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader "
+                                             "interrupted it")
                 return _read_reply(msg)
 
     def _iopub_loop(self):

@@ -35,7 +35,8 @@ def _show_student_paths(cell):
         for key in ("text/plain", "text/html", "text/markdown"):
             if key in output.get("data", {}):
                 value = output.data[key]
-                output.data[key] = [student_paths(v) for v in value] if isinstance(value, list) else student_paths(value)
+                output.data[key] = ([student_paths(v) for v in value] if isinstance(value, list)
+                                    else student_paths(value))
         if output.get("output_type") == "error":
             output.evalue = student_paths(output.evalue)
             output.traceback = [student_paths(line) for line in output.traceback]

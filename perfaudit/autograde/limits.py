@@ -28,8 +28,8 @@ class SandboxLimits(Configurable):
     file_mb = Integer(256, help="Largest file a process may write, in MB.").tag(config=True)
     scratch_mb = Integer(512, help="Size of the submission's scratch folder (its working folder, in memory), "
                                    "and separately of its /tmp, in MB.").tag(config=True)
-    raw_output_bytes = Integer(64 * 1024, help="Bytes of the kernel's raw stdout and stderr kept for the instructor (half each); "
-                                               "the rest is counted and dropped.").tag(config=True)
+    raw_output_bytes = Integer(64 * 1024, help="Bytes of the kernel's raw stdout and stderr kept for the instructor "
+                                               "(half each); the rest is counted and dropped.").tag(config=True)
 
     def rlimits(self):
         """[(resource, soft = hard limit)] for every process of the sandbox."""

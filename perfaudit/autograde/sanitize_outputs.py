@@ -47,7 +47,8 @@ class SanitizeOutputs(SanitizeHTML):
     """nbconvert's SanitizeHTML, applied to every output, to the student's markdown and raw cells, and to the
     notebook's metadata (see the module docstring)."""
 
-    enabled = Bool(True, help="Whether to sanitize (nbconvert's preprocessors are off unless enabled).").tag(config=True)
+    enabled = Bool(True, help="Whether to sanitize (nbconvert's preprocessors are off unless enabled).").tag(
+        config=True)
 
     @default("tags")
     def _tags_default(self):

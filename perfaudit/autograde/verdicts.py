@@ -169,7 +169,8 @@ _open_roots = contextvars.ContextVar("perfaudit_open_roots", default=None)
 
 @functools.lru_cache(maxsize=1)
 def _library_roots():
-    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(perfaudit.__file__).parent), *sysconfig.get_paths().values()}
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(perfaudit.__file__).parent),
+             *sysconfig.get_paths().values()}
     found |= {"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/dev"}
     return tuple(sorted({os.path.realpath(p) for p in found}))
 

@@ -3,8 +3,8 @@
 Relations only, never a time against a fixed number: every part is a positive float of seconds, each of trace,
 lower and compile lasts at least as long as that stage of the function handed in took (the hidden test hands in a
 function of the grader's jit, which holds each stage for a time it keeps to itself:
-perfaudit/autograde/instruments.py), and all of them fit in the call as the grader timed it. The first run of the compiled
-program is usually slower than its steady runs, but a busy machine can invert that, so nothing asks it.
+perfaudit/autograde/instruments.py), and all of them fit in the call as the grader timed it. The first run of the
+compiled program is usually slower than its steady runs, but a busy machine can invert that, so nothing asks it.
 Re-exported by perfaudit.checks.
 """
 

@@ -58,7 +58,8 @@ def command_line():
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
     parser.add_argument("--feedback-only", action="store_true", help="grade nobody: write every student's feedback "
-                        "again from the gradebook (after manual grading in Formgrader) and the last --export to each LMS again")
+                        "again from the gradebook (after manual grading in Formgrader) and the last --export to each "
+                        "LMS again")
     lms = parser.add_argument_group("reports and exports (no grading: they read the gradebook, autograded/ and "
                                     "feedback/)")
     lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "

@@ -55,7 +55,9 @@ document.querySelectorAll("table.sortable th").forEach((th) => th.addEventListen
   const up = th.getAttribute("aria-sort") !== "ascending";
   table.querySelectorAll("th").forEach((h) => h.removeAttribute("aria-sort"));
   th.setAttribute("aria-sort", up ? "ascending" : "descending");
-  const key = (row) => { const c = row.children[at]; return c.dataset.value !== undefined ? parseFloat(c.dataset.value) : c.textContent; };
+  const key = (row) => {
+    const c = row.children[at]; return c.dataset.value !== undefined ? parseFloat(c.dataset.value) : c.textContent;
+  };
   const rows = [...table.tBodies[0].rows].sort((a, b) => {
     const x = key(a), y = key(b);
     if (typeof x === "number" || typeof y === "number") {

@@ -2,8 +2,9 @@
 
 Grading the instructor's solutions and the untouched release through the pipeline takes minutes on a busy machine;
 its verdict depends only on what grades: the course package, source/ and the release, nbgrader_config.py and the
-run's settings, requirements-cpu.txt and the installed versions, the Python, JAX_* and XLA_FLAGS, and the sandbox. Their digest is the
-environment's fingerprint. A passed check is kept beside the gradebook (gradebook.db.environment.json; with
+run's settings, requirements-cpu.txt and the installed versions, the Python, JAX_* and XLA_FLAGS, and the sandbox.
+Their digest is the environment's fingerprint. A passed check is kept beside the gradebook
+(gradebook.db.environment.json; with
 PostgreSQL autograded/.batch-grading/environment.json) and a run whose fingerprint matches says "passed earlier for
 this environment (fingerprint ...)"; any change runs it again before anyone is graded. A Dask cluster's workers
 (--scheduler) are other machines the fingerprint cannot see: they still check for themselves. The fingerprint and

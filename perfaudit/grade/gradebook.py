@@ -122,7 +122,8 @@ def scores(course_gb, assignment):
 
 def totals(course_gb, assignment):
     """{student: total after the late penalty}."""
-    return {student: sum(score for score, _ in found.values()) for student, found in scores(course_gb, assignment).items()}
+    return {student: sum(score for score, _ in found.values())
+            for student, found in scores(course_gb, assignment).items()}
 
 
 def penalties(course_gb, assignment):

@@ -41,7 +41,8 @@ class Options:
     db_url: str | None = None  # default: nbgrader_config.py's, else sqlite gradebook.db in the course
     cell_timeout: int | None = None  # default: nbgrader_config.py's Execute.timeout
     notebook_timeout: int | None = None  # default: nbgrader_config.py's TrustedExecute.notebook_timeout
-    memory_mb: int | None = None  # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
+    # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
+    memory_mb: int | None = None
     feedback: bool = True
     progress: bool = True
     canary: bool = True  # grade the instructor's solutions and the release first; a broken environment stops here
@@ -356,7 +357,8 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
             result = future.result()
         except engine.KilledWorker as error:
             writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
-                        f"{error.allowed_failures + 1} times: not tried again (distributed.scheduler.allowed-failures)"))
+                        f"{error.allowed_failures + 1} times: not tried again "
+                        "(distributed.scheduler.allowed-failures)"))
         except Exception as error:  # the grader's own code failed on that worker: never the student's 0
             if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
                 client.cancel(list(futures))

@@ -8,7 +8,8 @@ import html
 import re
 from datetime import datetime, timezone
 
-REPAIR = "Not graded yet: the grader is being repaired. This submission is kept and will be graded then; you lose nothing."
+REPAIR = ("Not graded yet: the grader is being repaired. This submission is kept and will be graded then; you lose "
+          "nothing.")
 STYLE = "font-family: sans-serif; max-width: 50em; margin: 2em auto; line-height: 1.4"
 BANNER_STYLE = "font-family: sans-serif; border: 1px solid #888; background: #f4f4f4; padding: 0.6em 1em; margin: 1em"
 

@@ -294,7 +294,8 @@ def test_output_checks_hold_under_bfloat16_matmul_precision():
     ("highest", "tpu", "float32"), ("float32", "gpu", "float32"), ("high", "tpu", "tensorfloat32"),
     ("tensorfloat32", "gpu", "tensorfloat32"), ("bfloat16", "cpu", "bfloat16"), ("BF16_BF16_F32", "gpu", "bfloat16"),
     ("BF16_BF16_F32_X3", "tpu", "tensorfloat32"), ("BF16_BF16_F32_X6", "tpu", "float32"),
-    ("TF32_TF32_F32_X3", "gpu", "float32"), ("F32_F32_F32", "gpu", "float32"), ("ANY_F8_ANY_F8_F32", "gpu", "bfloat16"), (None, "metal", "bfloat16"),
+    ("TF32_TF32_F32_X3", "gpu", "float32"), ("F32_F32_F32", "gpu", "float32"), ("ANY_F8_ANY_F8_F32", "gpu", "bfloat16"),
+    (None, "metal", "bfloat16"),
 ])
 def test_the_tolerance_follows_the_matmul_precision_in_effect(setting, backend, precision):
     assert checks.matmul_precision_class(setting, backend) == precision
@@ -396,7 +397,8 @@ def test_gather_evidence_is_checked_against_the_graders_own_jit():
     checks.check_gather_evidence(gather_evidence)
     with pytest.raises(AssertionError, match="never waited for"):
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, synchronize=False))
-    with pytest.raises(AssertionError, match="first_call_s .* is shorter than the first call of the function you timed"):
+    with pytest.raises(AssertionError,
+                       match="first_call_s .* is shorter than the first call of the function you timed"):
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, warm_first=True))
     with pytest.raises(AssertionError, match="trace_count is 2, but the function you timed was traced another number"):
         checks.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, said_traces=2))  # always 3 or more

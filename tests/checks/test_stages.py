@@ -79,7 +79,8 @@ def feeds_the_listener(jitted, x, steady_runs=20):
     for event in ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
                   "/jax/core/compile/backend_compile_duration"):
         jax.monitoring.record_event_duration_secs(event, 1e-6, fun_name=jitted.__name__)
-    return {"trace_s": 2e-6, "lower_s": 2e-6, "compile_s": 2e-6, "first_run_s": 2e-6, "steady_run_s": [2e-6] * steady_runs}
+    return {"trace_s": 2e-6, "lower_s": 2e-6, "compile_s": 2e-6, "first_run_s": 2e-6,
+            "steady_run_s": [2e-6] * steady_runs}
 
 
 def warm_first_run(jitted, x, steady_runs=20):
