@@ -22,25 +22,27 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
 import perfaudit
 from perfaudit.autograde import made_up
-from perfaudit.autograde.channel import KernelGone, ReadLater, StudentError
+from perfaudit.autograde.channel import KernelChannel, KernelGone, ReadLater, StudentError
 
 MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
 
 
-def is_test(cell):
+def is_test(cell: NotebookNode) -> bool:
     """An autograded test cell: graded code that is not a solution."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def printable(text, limit=MAX_TEXT):
+def printable(text: object, limit: int = MAX_TEXT) -> str:
     """Text from anywhere, safe to show a person: control characters escaped, length capped."""
     text = str(text)
     if len(text) > limit:
@@ -48,7 +50,7 @@ def printable(text, limit=MAX_TEXT):
     return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
-def cell_key(cell, index):
+def cell_key(cell: NotebookNode, index: int) -> str | tuple[str, int]:
     """How the grader knows a cell of the instructor's notebook: its grade id, or (a cell nbgrader does not mark,
     only outside autograde, where the notebook run is the instructor's own) its place."""
     return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") or ("cell", index)
@@ -59,12 +61,16 @@ class Contract:
     import statements of its locked cells, run here, and the names its other cells define that a test reads
     (`names`; `bound_by`: {grade id: those that cell binds}), taken from the kernel right after each such cell ran."""
 
-    def __init__(self, cells):
+    imports: list[ast.Import | ast.ImportFrom]
+    bound_by: dict[str | tuple[str, int], set[str]]
+
+    def __init__(self, cells: list[NotebookNode]) -> None:
         self.imports, self.bound_by, used = [], {}, set()
         for cell in cells:
             if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
                 used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
-        self.order = {}  # cell_key -> its place among the instructor's code cells: cells run in this order
+        # cell_key -> its place among the instructor's code cells: cells run in this order
+        self.order: dict[str | tuple[str, int], int] = {}
         for index, cell in enumerate(cells):
             if cell.get("cell_type") != "code":
                 continue
@@ -80,9 +86,11 @@ class Contract:
                          if (names - imported) & used}
         self.names = set().union(*self.bound_by.values())
 
-    def import_into(self, namespace):
+    def import_into(self, namespace: dict[str, Any]) -> None:
         """Run the instructor's imports here, in the grader's namespace."""
-        exec(compile(ast.Module(body=self.imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
+        # a list of imports is a list of statements (list is invariant)
+        exec(compile(ast.Module(body=self.imports, type_ignores=[]),  # type: ignore[arg-type]
+                     "<instructor's imports>", "exec"), namespace)
 
 
 def _parse(source):
@@ -123,12 +131,14 @@ class StudentNamespace(dict):
     a hook) rebinds or mutates never reaches a test; a name of the contract not taken yet is not defined, and any
     other name is not defined, whatever the kernel holds."""
 
-    def __init__(self, channel, contract):
+    snapshot: dict[str, Any]
+
+    def __init__(self, channel: KernelChannel, contract: Contract) -> None:
         super().__init__(__name__="__main__")
         self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
 
-    def take_snapshot(self, key, ran_after=None):
+    def take_snapshot(self, key: str | tuple[str, int], ran_after: str | tuple[str, int] | None = None) -> None:
         """Take the names the instructor's cell `key` (cell_key) binds, as the kernel holds them now. KernelGone
         propagates; an answer the grader refuses is kept as that error, raised when a test uses the name.
         ran_after: a cell of the instructor's that comes after `key` in the notebook but ran before it (the cell was
@@ -148,7 +158,7 @@ class StudentNamespace(dict):
                 else:
                     self.snapshot[name] = error
 
-    def __missing__(self, name):
+    def __missing__(self, name: str) -> Any:
         if hasattr(builtins, name):
             return getattr(builtins, name)
         if name not in self.contract.names:
@@ -164,7 +174,8 @@ class StudentNamespace(dict):
 # While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files
 # Python, its packages and the system are made of. Never the course directory (the grader's working folder), a
 # classmate's submission or anything else a path from the student's process could name.
-_open_roots = contextvars.ContextVar("perfaudit_open_roots", default=None)
+_open_roots: contextvars.ContextVar[Callable[[], tuple[str, ...]] | None] = contextvars.ContextVar(
+    "perfaudit_open_roots", default=None)
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,14 +208,14 @@ sys.addaudithook(_guard_opens)  # a no-op outside run_test
 _GRADER_FOLDERS = re.compile(r"/\S*?perfaudit-(?:verdicts|check)-[^/\s]+(?:/read-back-[^/\s]+)?")
 
 
-def error_output(ename, evalue):
+def error_output(ename: object, evalue: object) -> NotebookNode:
     """An error output for students: no traceback, no path of the grader's (a folder a test made is "<folder>")."""
     evalue = _GRADER_FOLDERS.sub("<folder>", str(evalue))
     ename, evalue = printable(ename, 100) or "Error", printable(evalue) or NO_MESSAGE
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_test(source, namespace, unfilled=()):
+def run_test(source: str, namespace: StudentNamespace, unfilled: Sequence[str] = ()) -> list[NotebookNode]:
     """The outputs of one test cell run here. KernelGone propagates: the notebook stops there. `unfilled`: grade ids
     of solution cells not filled in yet, named first in a failure's message (the likely reason)."""
     printed = io.StringIO()
@@ -217,7 +228,8 @@ def run_test(source, namespace, unfilled=()):
         with contextlib.redirect_stdout(printed):
             exec(compile(tree, "<test cell>", "exec"), namespace)
             if last is not None:
-                value = eval(compile(ast.Expression(last.value), "<test cell>", "eval"), namespace)
+                value = eval(compile(ast.Expression(last.value), "<test cell>", "eval"),  # type: ignore[attr-defined]
+                             namespace)  # last: an ast.Expr, as checked above
                 if value is not None:
                     print(repr(value))  # shown as text: a value is never read as a score
     except KernelGone:
@@ -235,7 +247,7 @@ def run_test(source, namespace, unfilled=()):
         failure.evalue = printable(f"fill in the cell{'s' if len(unfilled) > 1 else ''} {cells} first (not filled in "
                                    f"yet: NotImplementedError). {failure.evalue}")
         failure.traceback = [f"{failure.ename}: {failure.evalue}"]
-    outputs = []
+    outputs: list[NotebookNode] = []
     if printed.getvalue():
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=printable(printed.getvalue())))
     return outputs + ([failure] if failure is not None else [])
