@@ -29,7 +29,7 @@ except ImportError as missing:  # the grader's own Python lacks a package: say s
     sys.exit(2)
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = command_line()
     args = parser.parse_args(argv)
     if args.export in ("canvas", "moodle") and not args.roster:
@@ -37,7 +37,7 @@ def parse(argv):
     return args
 
 
-def command_line():
+def command_line() -> argparse.ArgumentParser:
     """The command's options (tests/test_docs_commands.py checks every option the docs show against it)."""
     parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
@@ -76,7 +76,7 @@ def command_line():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if course.not_a_course(args.course_dir):
         print(course.not_a_course(args.course_dir), file=sys.stderr)
