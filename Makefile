@@ -19,7 +19,7 @@ PYTEST_ARGS ?=
 # (measured on 2 cores: two processes left the CPU idle 27 % of the time, three 8 %).
 TEST_PROCESSES ?= 3
 
-.PHONY: help demo test test-fast test-catalog lab release check grade feedback serve bench-grading bench-load clean \
+.PHONY: help demo test test-fast test-catalog lint lab release check grade feedback serve bench-grading bench-load clean \
     reset-course student-copy hub hub-proxy hub-users
 .DEFAULT_GOAL := help
 
@@ -46,6 +46,11 @@ test-fast: $(VENV)/installed  ## the fast tier, under 5 minutes: all but the tes
 # make test grades each catalog case with one of the two graders (chosen by the commit) and an agreement set with both.
 test-catalog: $(VENV)/installed  ## every catalog case graded by both graders: run it whenever the grading path changes
 	PERFAUDIT_CATALOG_BOTH=1 python -m pytest -n $(TEST_PROCESSES) tests/fixtures/test_catalog.py $(PYTEST_ARGS)
+
+# The same linters as tests/test_lint.py (pyproject.toml configures both); mypy keeps its cache in .mypy_cache/.
+lint: $(VENV)/installed  ## ruff over the repository, mypy over perfaudit/autograde, grade and serve (make test runs both)
+	python -m ruff check .
+	python -m mypy
 
 lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/performance-audit/ (as root: ALLOW_ROOT=1)
 	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)

@@ -82,7 +82,8 @@ def main():
     print(json.dumps(result, indent=1))
     print(f"jax {result['jax']} on {result['backend']} ({result['device']})", file=sys.stderr)
     for row in result["precision"]:
-        print(f"  precision {row['setting']!s:<14} worst error {row['worst_error']:.2e}  tolerance {row['tolerance']:g} "
+        print(f"  precision {row['setting']!s:<14} worst error {row['worst_error']:.2e}  "
+              f"tolerance {row['tolerance']:g} "
               f"({row['assumed']})  check passes {row['check_passes']}, old 1e-4 {row['old_1e-4_passes']}",
               file=sys.stderr)
     print(sweep.table(result["sweep"]), file=sys.stderr)

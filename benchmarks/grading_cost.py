@@ -82,7 +82,8 @@ def main(argv=None):
     print(f"grading cost per notebook: '{args.sample}' submission, {notebooks} notebooks, {args.rounds} rounds, "
           f"{os.cpu_count()} cores")
     print(f"load average (1 min) before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}")
-    print(f"plain nbgrader 0.9.6 (no course configuration): {statistics.median(r['bare'] for r in rows):.3f} s/notebook")
+    print(f"plain nbgrader 0.9.6 (no course configuration): "
+          f"{statistics.median(r['bare'] for r in rows):.3f} s/notebook")
     print(f"this course's grading (sandbox, tests in the grader): "
           f"{statistics.median(r['trusted'] for r in rows):.3f} s/notebook")
     canary = statistics.median((r["with canary"] - r["trusted"]) * notebooks for r in rows)

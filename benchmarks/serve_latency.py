@@ -78,7 +78,8 @@ def main(argv=None):
                 started = time.monotonic()
                 submit(student, args.sample, stages)
                 wait(root, lambda f: f and all(r["status"] == "graded" for r in f.values()), service, args.timeout_s)
-                print(f"warm-up (service start, canary in each worker, one grading): {time.monotonic() - started:.1f} s")
+                print(f"warm-up (service start, canary in each worker, one grading): "
+                      f"{time.monotonic() - started:.1f} s")
             for index in range(args.submissions):
                 _submit_as(made, f"s{index:02d}", args.sample, stages)
             names = {p.name for p in (aside / "jax-performance-audit" / "inbound").iterdir()}

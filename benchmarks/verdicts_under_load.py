@@ -211,7 +211,8 @@ def _totals(vector):
 
 
 def _changed_tests(first, other):
-    """{(notebook, test): 'notebook test score (run 1: score)'} of the tests whose score differs from the first run's."""
+    """{(notebook, test): 'notebook test score (run 1: score)'} of the tests whose score differs from the first
+    run's."""
     before = {(nb, test): score for nb, test, score in first or ()}
     return {(nb, test): f"{nb} {test} {score} (run 1: {before.get((nb, test), 'no such test')})"
             for nb, test, score in other or () if before.get((nb, test)) != score}
@@ -307,7 +308,8 @@ def main(argv=None):
     names = [n for n in args.samples.split(",") if n]
     unknown = sorted(set(names) - set(samples.SAMPLES))
     if unknown or not names or args.runs < 1:
-        parser.error(f"--samples must name samples of perfaudit/fixtures/samples.py ({', '.join(sorted(samples.SAMPLES))}) "
+        parser.error(f"--samples must name samples of perfaudit/fixtures/samples.py "
+                     f"({', '.join(sorted(samples.SAMPLES))}) "
                      f"and --runs be at least 1; unknown: {', '.join(unknown) or 'none'}")
     with tempfile.TemporaryDirectory(prefix="perfaudit-load-") as workdir:
         result = measure(names, args.runs, workdir, args.load_processes, args.max_load_s, args.warmup_s,

@@ -68,19 +68,23 @@ def first_call_of(rng=None):
     aot["sum_s"] = sum(aot.values())
     return {
         "decomposition": {
-            "shape": [16, 16], "dtype": "float32", "rounds": 3, "first_call_rounds_s": [first * 0.9, first, first * 1.2],
+            "shape": [16, 16], "dtype": "float32", "rounds": 3,
+            "first_call_rounds_s": [first * 0.9, first, first * 1.2],
             "aot_sum_rounds_s": [aot["sum_s"] * 1.1, aot["sum_s"], aot["sum_s"] * 0.95], "first_call_s": first,
             "observed": observed, "aot": aot,
-            "warm_up": {"first_lower_s": float(rng.uniform(0.01, 0.1)), "second_lower_s": float(rng.uniform(1e-3, 1e-2))},
+            "warm_up": {"first_lower_s": float(rng.uniform(0.01, 0.1)),
+                        "second_lower_s": float(rng.uniform(1e-3, 1e-2))},
             "one_time_lowering": {"measured_in": "a fresh Python process", "first_lower_s": 0.05,
                                   "second_lower_s": 0.005, "one_time_s": 0.045},
         },
         "cost_analysis": {"flops": 8192.0, "transcendentals": 256.0, "bytes_accessed": float(rng.integers(2048, 4096))},
         "memory_estimate": {"is_estimate": True, "source": "compiled.memory_analysis()", "argument_size_in_bytes": 1024,
                             "output_size_in_bytes": 1024, "temp_size_in_bytes": int(rng.integers(0, 4096))},
-        "stablehlo_text": ("module @jit_workload {\n  func.func public @main(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {\n"
+        "stablehlo_text": ("module @jit_workload {\n"
+                           "  func.func public @main(%arg0: tensor<16x16xf32>) -> tensor<16x16xf32> {\n"
                            "    %0 = stablehlo.dot_general %arg0, %arg0 : tensor<16x16xf32>\n"
-                           f"    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }}\n}}\n// {rng.integers(1 << 62):x}\n"),
+                           "    %1 = stablehlo.tanh %0 : tensor<16x16xf32>\n    return %1\n  }\n}\n"
+                           f"// {rng.integers(1 << 62):x}\n"),
     }
 
 

@@ -29,8 +29,8 @@ def stage_notebook(implementation, stage, source):
     return notebooks.restore_locked_cells(student, source)
 
 
-HIDDEN_TESTS_NOTE = ("  Hidden tests run only when your work is graded: they try your functions on other inputs, so passing "
-                     "here does not promise their points.")
+HIDDEN_TESTS_NOTE = ("  Hidden tests run only when your work is graded: they try your functions on other inputs, "
+                     "so passing here does not promise their points.")
 STUB = "raise NotImplementedError("  # the start of the release's stub (nbgrader_config.py)
 CASCADE = ("NotImplementedError", "NameError")  # errors that follow from a cell not filled in yet
 SELF_CHECK = "selfcheck_"  # the grade ids of the ungraded self-check cells between a solution and its tests

@@ -140,8 +140,9 @@ def first_call(fn, x, time_stages, rounds=3, one_time_lowering=True):
     Each method runs `rounds` times, each time on a new function after jax.clear_caches(); the round with the
     median first call (observed) and the round with the median sum (AOT) are reported whole, so one stall of a
     busy machine does not decide the result. time_stages times the AOT rounds (see aot_parts).
-    Clears JAX's in-memory caches: jitted functions compiled before recompile on their next call. Returns a dict: decomposition, cost_analysis, memory_estimate (report
-    sections) and stablehlo_text (the lowered program, for a file beside the JAXPR).
+    Clears JAX's in-memory caches: jitted functions compiled before recompile on their next call. Returns a dict:
+    decomposition, cost_analysis, memory_estimate (report sections) and stablehlo_text (the lowered program, for a
+    file beside the JAXPR).
     """
     import jax
 
@@ -206,7 +207,8 @@ def table(decomposition):
     if "one_time_lowering" in decomposition:
         once = decomposition["one_time_lowering"]
         lines.append(f"one-time lowering cost of a fresh process: {once['one_time_s'] * 1e3:.3f} ms "
-                     f"(first lowering {once['first_lower_s'] * 1e3:.3f} ms, second {once['second_lower_s'] * 1e3:.3f} ms)")
+                     f"(first lowering {once['first_lower_s'] * 1e3:.3f} ms, "
+                     f"second {once['second_lower_s'] * 1e3:.3f} ms)")
     return "\n".join(lines)
 
 

@@ -88,7 +88,8 @@ def main(argv=None):
     table_csv = root / "autograded" / "grades-by-notebook.csv"
     with table_csv.open("w", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])
-    print(f"\nWrote {DEMO_DIR}/grades.csv (nbgrader export) and {table_csv.relative_to(root.parent)} (the table above).")
+    print(f"\nWrote {DEMO_DIR}/grades.csv (nbgrader export) and {table_csv.relative_to(root.parent)} "
+          "(the table above).")
     return 0
 
 

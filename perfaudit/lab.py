@@ -40,7 +40,8 @@ def lab_command(course_dir, extra_args=()):
         f"--ServerApp.root_dir={course_dir / workcopy.WORK_DIR}",
         *extra_args,
     ]
-    config_path = [str(course_dir), str(STUDENT_CONFIG), *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
+    config_path = [str(course_dir), str(STUDENT_CONFIG),
+                   *filter(None, os.environ.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep))]
     env = {**os.environ, "JUPYTER_CONFIG_PATH": os.pathsep.join(config_path)}
     return argv, env, course_dir
 

@@ -141,7 +141,8 @@ def table(rows, sync_dispatch_rows=None):
     lines = [f"{'n':>5} {'flops':>14} {'synchronized us':>16} {'unsynchronized us':>18} {'in loop us':>11} "
              f"{'ready on return':>16}" + (f" {'sync, async off us':>19}" if off else "")]
     for r in rows:
-        line = (f"{r['n']:>5} {r['flops']:>14,} {r['synchronized_s'] * 1e6:>16.1f} {r['unsynchronized_s'] * 1e6:>18.1f} "
+        line = (f"{r['n']:>5} {r['flops']:>14,} {r['synchronized_s'] * 1e6:>16.1f} "
+                f"{r['unsynchronized_s'] * 1e6:>18.1f} "
                 f"{r['in_loop_s'] * 1e6:>11.2f} {r['ready_on_return']:>16.0%}")
         if off:
             line += f" {off[r['n']]['synchronized_s'] * 1e6:>19.1f}" if r["n"] in off else f" {'':>19}"

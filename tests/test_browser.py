@@ -79,7 +79,8 @@ def page(browser, jupyter_lab, artifacts, request):
 
 def solution_cells(stage):
     """{index in the release: the instructor's solution} for each solution cell, in notebook order."""
-    source = {notebooks.nbgrader_meta(c)["grade_id"]: c for c in notebooks.read(paths.SOURCE / paths.STAGES[stage]).cells
+    source = {notebooks.nbgrader_meta(c)["grade_id"]: c
+              for c in notebooks.read(paths.SOURCE / paths.STAGES[stage]).cells
               if notebooks.nbgrader_meta(c).get("solution")}
     release = notebooks.read(paths.RELEASE / paths.STAGES[stage])
     return {i: instructor_solution(source[notebooks.nbgrader_meta(c)["grade_id"]])

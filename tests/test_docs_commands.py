@@ -94,7 +94,8 @@ RUN_BY = {
         ("test_check.py", 'run_check("--implementation", "starter", "--stage", str(stage)')],
     "make check STAGE=1": [("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],
     "nbgrader generate_assignment performance-audit --force": [
-        ("grade/test_report_graded.py", 'course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)')],
+        ("grade/test_report_graded.py",
+         'course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)')],
     "nbgrader validate source/performance-audit/*.ipynb": [
         ("test_release.py", 'course.nbgrader("validate", *source, course_dir=course_dir)')],
     "nbgrader validate --invert notebooks/performance-audit/*.ipynb": [
@@ -120,9 +121,11 @@ RUN_BY = {
     'python -m perfaudit.grade --export canvas --roster canvas-gradebook.csv '
     '[--lms-column "Performance audit (98765)"]': [
         ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"'),
-        ("grade/test_export.py", 'export.export("canvas", course, roster, column="Audit (1)"')],  # what --lms-column sets
+        # what --lms-column sets
+        ("grade/test_export.py", 'export.export("canvas", course, roster, column="Audit (1)"')],
     "python -m perfaudit.grade --export moodle --roster moodle-grading-worksheet.csv": [
-        ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"')],  # lms: canvas, moodle
+        # lms: canvas, moodle
+        ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"')],
     # what the option sets, run(Options(regrade=True))
     "python -m perfaudit.grade --regrade": [("grade/test_grade.py", "run(Options(course_dir=root, regrade=True")],
     "python -m perfaudit.grade --report": [("grade/test_report_graded.py", '"--report"')],

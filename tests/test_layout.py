@@ -1,6 +1,7 @@
 """The package's layout, read from its source: no import circle, no module too long to read."""
 
 import ast
+import re
 from importlib.util import resolve_name
 from pathlib import Path
 
@@ -94,3 +95,26 @@ def test_student_facing_code_imports_nothing_of_the_grader_or_the_answer_key():
                       if imported.partition(".")[2].split(".")[0] in instructor_only)
     assert crossing == []
     assert "perfaudit.checks" in facing and "autograde" in instructor_only  # what the wall is between
+
+
+def _commands():
+    """The modules `python -m` runs: a package's __main__.py, or a module with `if __name__ == "__main__":`."""
+    found = set()
+    for name, path in _modules().items():
+        if path.name == "__main__.py":
+            found.add(name.rpartition(".")[0])
+        elif any(isinstance(node, ast.If) and ast.unparse(node.test) == "__name__ == '__main__'"
+                 for node in ast.parse(path.read_text()).body):
+            found.add(name)
+    return found
+
+
+def test_the_package_docstring_names_every_command_make_target_and_wing():
+    said = ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text()))
+    targets = re.findall(r"^([a-z][\w-]*):", (PACKAGE.parent / "Makefile").read_text(), re.M)
+    wings = [path.name for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"]
+    assert {"perfaudit.check", "perfaudit.grade", "perfaudit.serve", "perfaudit.hub.accounts"} <= _commands()
+    assert sorted(name for name in _commands() if f"python -m {name} " not in said) == []
+    assert sorted(set(targets) - set(re.findall(r"\bmake ([a-z][\w-]*)", said))) == []
+    assert {"checks", "autograde", "grade", "serve", "hub", "fixtures"} <= set(wings)
+    assert sorted(wing for wing in wings if f"  {wing}/ " not in said) == []

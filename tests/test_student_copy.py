@@ -58,7 +58,8 @@ def test_it_holds_the_release_and_the_public_package_only(unzipped):
     names = set(_texts(unzipped))
     assert {f"notebooks/{ASSIGNMENT}/{n}" for n in paths.STAGES.values()} <= names
     assert {"README.md", "docs/students.md", "Makefile", "requirements-cpu.txt", "pyproject.toml", "nbgrader_config.py",
-            "perfaudit/checks/__init__.py", "perfaudit/checks/timing.py", "perfaudit/check.py", "perfaudit/lab.py", "perfaudit/charts.py",
+            "perfaudit/checks/__init__.py", "perfaudit/checks/timing.py", "perfaudit/check.py", "perfaudit/lab.py",
+            "perfaudit/charts.py",
             "perfaudit/report.schema.json", "perfaudit/student_lab/jupyter_server_config.json"} <= names
     instructor_only = [n for n in names if n.startswith(("source/", "perfaudit/autograde/", "perfaudit/grade/",
                                                           "perfaudit/fixtures/", "tests/"))

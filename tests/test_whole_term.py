@@ -144,7 +144,8 @@ def test_a_whole_term(tmp_path, browser, artifacts):
         assert "5 / 5" in open_notebook(formgrader, "bob_102", NB1)
         assert give_extra_credit(page, formgrader, "correct_summary", "1")["extra_credit"] == 1
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
-        grades = {(student, g.name): (g.auto_score, g.manual_score, g.extra_credit) for student in ("ann_101", "bob_102")
+        grades = {(student, g.name): (g.auto_score, g.manual_score, g.extra_credit)
+                  for student in ("ann_101", "bob_102")
                   for g in gradebook.find_submission_notebook(NB1, ASSIGNMENT, student).grades
                   if g.manual_score is not None or g.extra_credit}
     assert grades == {("ann_101", "first_call_slower"): (1, 0, None), ("bob_102", "correct_summary"): (1, None, 1)}
@@ -165,7 +166,8 @@ def test_a_whole_term(tmp_path, browser, artifacts):
     batch, out, _ = _grade(root)
     assert batch.graded == [] and "Environment check: not run: no notebook to grade" in out
     print(out)
-    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("ann_", "bob_", "cy_", "dee_"))}
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith(("ann_", "bob_", "cy_", "dee_"))}
     assert {s: row[-1] for s, row in rows.items()} == {"ann_101": "4", "bob_102": "6", "cy_103": "0", "dee_104": "0"}
 
     # The next term.

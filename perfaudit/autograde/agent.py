@@ -15,14 +15,15 @@ import collections.abc
 import os
 import pathlib
 import tempfile
+from typing import Any
 
 from perfaudit.autograde import protocol
 from perfaudit.autograde.protocol import snapshot  # a name of this module too: what it sends of a folder
 
-_refs = {}  # number -> object the grader holds a reference to
+_refs: dict[int, Any] = {}  # number -> object the grader holds a reference to
 # number -> the function standing in for one of the grader's slow functions: handed in again, it is the same
 # function, as a function passed twice in one process is (a time_call that remembers functions meets it again)
-_slow_functions = {}
+_slow_functions: dict[int, collections.abc.Callable[[Any], Any]] = {}
 
 
 def _ref(value):
@@ -32,7 +33,7 @@ def _ref(value):
             "type": type(value).__name__[:protocol.MAX_TYPE_CHARS]}
 
 
-def encode(value):
+def encode(value: Any) -> Any:
     """The student's value as tagged JSON: plain data where it is plain data, a reference otherwise."""
     return protocol.encode(value, _encode_other, keep_tuples=False)
 
@@ -123,6 +124,7 @@ def _user_namespace():
 
 
 def _answer(request):
+    dirs: list[pathlib.Path]
     op, dirs = request["op"], []
     if op == protocol.LOOKUP:
         namespace = _user_namespace()
@@ -145,7 +147,7 @@ def _answer(request):
     return protocol.reply(encode(value), [snapshot(d) for d in dirs])
 
 
-def handle(request_b64):
+def handle(request_b64: str) -> str:
     """One request in, one reply out (both base64 JSON): the only entry point the grader uses."""
     try:
         reply = _answer(protocol.unpack(request_b64))

@@ -16,11 +16,15 @@ preprocessor runs the canary, so the canary does not import the preprocessor bac
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbgrader import utils
+from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
 
 from perfaudit import paths
 from perfaudit.autograde import envrecord
@@ -31,7 +35,7 @@ SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary say
 DISK_FULL = ("No space left on device", "Disk quota exceeded", "database or disk is full")
 
 
-def disk_full(text):
+def disk_full(text: object) -> bool:
     """Whether an error's text says that the disk the grader writes to is full: the environment, never the student."""
     return any(sign in str(text) for sign in DISK_FULL)
 
@@ -46,7 +50,7 @@ class SolutionFailsItsTest(GradingEnvironmentError):
     with it. Nothing was graded."""
 
 
-def failing_test(nb):
+def failing_test(nb: NotebookNode) -> tuple[str, str] | None:
     """(grade id, 'ename: evalue') when the first error of a graded notebook is raised in a test cell, or None."""
     for cell in nb.cells:
         for output in cell.get("outputs", []):
@@ -54,11 +58,12 @@ def failing_test(nb):
                 if not (utils.is_grade(cell) and not utils.is_solution(cell) and cell.cell_type == "code"):
                     return None
                 message = (output.get("evalue") or "").strip().splitlines()
-                return cell["metadata"]["nbgrader"]["grade_id"], f"{output.get('ename')}: {message[0] if message else ''}"
+                return (cell["metadata"]["nbgrader"]["grade_id"],
+                        f"{output.get('ename')}: {message[0] if message else ''}")
     return None
 
 
-def first_error(nb):
+def first_error(nb: NotebookNode) -> tuple[str, str] | None:
     """(grade id or cell number, 'ename: evalue') of the first cell with an error, or None."""
     for index, cell in enumerate(nb.cells):
         for output in cell.get("outputs", []):
@@ -68,7 +73,7 @@ def first_error(nb):
     return None
 
 
-def scores(nb):
+def scores(nb: NotebookNode) -> tuple[float, float]:
     """(points earned, points possible) of a graded notebook's test cells, as nbgrader scores them."""
     earned = possible = 0.0
     for cell in nb.cells:
@@ -98,7 +103,7 @@ def _graded(path, config, pipeline):
     return nb
 
 
-def check_notebook(name, config, pipeline):
+def check_notebook(name: str, config: Config, pipeline: Callable[..., Any]) -> None:
     """Raise GradingEnvironmentError unless the instructor's solution of notebook `name` scores full marks through the
     pipeline (the Execute preprocessor students are graded by) and its release (when there is one) scores none."""
     coursedir = CourseDirectory(config=config)
@@ -129,8 +134,9 @@ def check_notebook(name, config, pipeline):
     if release is not None:
         earned, _ = scores(_graded(release, config, pipeline))
         if earned:
-            raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass without an "
-                                   "answer. No student was graded; fix the tests in source/ and release again.")
+            raise GradingEnvironmentError(f"the untouched release of {name} scores {earned:g}: its tests pass "
+                                          "without an answer. No student was graded; fix the tests in source/ and "
+                                          "release again.")
 
 
 def _find(directory, coursedir, assignment, name):
@@ -140,11 +146,13 @@ def _find(directory, coursedir, assignment, name):
     return None
 
 
-_verdicts = {}  # (source folder, notebook) -> None when the canary passed, else why it failed
-_records = {}  # course folder -> the batch command's record of a passed check for this environment, or None
+# (source folder, notebook) -> None when the canary passed, else why it failed
+_verdicts: dict[tuple[str, str], str | None] = {}
+# course folder -> the batch command's record of a passed check for this environment, or None
+_records: dict[str, dict[str, Any] | None] = {}
 
 
-def check_once_per_process(name, config, pipeline):
+def check_once_per_process(name: str, config: Config, pipeline: Callable[..., Any]) -> str | None:
     """check_notebook, at most once per process and notebook (plain nbgrader grades many students in one), and not
     at all where the batch command's environment check passed for this very environment (envrecord). Returns the
     sentence to log when it was skipped for that reason, the first time."""
@@ -171,7 +179,7 @@ def check_once_per_process(name, config, pipeline):
     return said
 
 
-def still_sound(name, config, pipeline):
+def still_sound(name: str, config: Config, pipeline: Callable[..., Any]) -> bool:
     """Run the canary again now (a fault may have appeared mid-run, a full disk): True when it passes."""
     try:
         check_notebook(name, config, pipeline)

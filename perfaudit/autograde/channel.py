@@ -20,7 +20,9 @@ import math
 import shutil
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import zmq
@@ -31,13 +33,16 @@ from perfaudit.autograde import made_up, protocol
 from perfaudit.autograde.instruments import GraderJit, NewWorkload
 from perfaudit.checks.held import FreshJit, SlowFunction
 
+if TYPE_CHECKING:
+    from jupyter_client.manager import AsyncKernelManager
+
 INTERRUPT_GRACE_S = 5
 
 
 class KernelGone(Exception):
     """The kernel can answer no more requests (it died, hung past an interrupt, or its channel broke)."""
 
-    def __init__(self, message, died=False):
+    def __init__(self, message: str, died: bool = False) -> None:
         super().__init__(message)
         self.died = died  # the kernel process is gone (not merely unresponsive)
 
@@ -45,7 +50,7 @@ class KernelGone(Exception):
 class StudentError(Exception):
     """The student's code raised, or answered with something that is not plain data."""
 
-    def __init__(self, kind, message):
+    def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
         self.kind = kind
 
@@ -57,15 +62,15 @@ class Timeout(StudentError):
 class RemoteRef:
     """A student's object the kernel keeps: a function or anything that is not plain data."""
 
-    def __init__(self, channel, number, is_callable, type_name):
+    def __init__(self, channel: "KernelChannel", number: int, is_callable: bool, type_name: str) -> None:
         self._channel, self._number, self._callable, self._type = channel, number, is_callable, type_name
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._callable:
             raise TypeError(f"'{self._type}' object is not callable")
         return self._channel.request({"op": "call", "ref": self._number}, args, kwargs)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         try:
@@ -75,17 +80,17 @@ class RemoteRef:
                 raise AttributeError(str(error)) from None
             raise
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<the student's {self._type}>"
 
 
 class ReadLater:
     """A value the kernel keeps whose contents are read when a test uses it (a path: its folder as it is then)."""
 
-    def __init__(self, ref):
+    def __init__(self, ref: RemoteRef) -> None:
         self.ref = ref
 
-    def read(self):
+    def read(self) -> Any:
         return self.ref._channel.request({"op": protocol.VALUE, "ref": self.ref._number})
 
 
@@ -104,13 +109,18 @@ def _drop_queued(socket):
 class KernelChannel:
     """Requests to one kernel, all of one test within its time (start_test): then the kernel is interrupted."""
 
-    def __init__(self, kernel_manager, scratch, iopub=None):
+    timeout: float
+    deadline: float
+    gone: str | None
+
+    def __init__(self, kernel_manager: "AsyncKernelManager", scratch: str | Path,
+                 iopub: zmq.Socket | None = None) -> None:
         self.km, self.timeout, self.deadline = kernel_manager, 0, 0
         # What the kernel prints while a test runs goes to the preprocessor's iopub socket, which nobody reads then:
         # it is read here and dropped as it comes, one message at a time, never left to pile up in the grader. That
         # socket belongs to an asyncio event loop, which may run in another thread: a ZMQ socket used by two threads
         # at once can abort the process, so it is read on its loop's thread (_iopub_loop), never beside it.
-        self.iopub = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
+        self.iopub: zmq.Socket[bytes] | None = None if iopub is None else zmq.Socket.shadow(iopub.underlying)
         self._iopub_async = iopub
         self.scratch = Path(scratch)  # the grader's folder for directories read back from the kernel
         self.exchange = Exchange(self.scratch, self)
@@ -120,10 +130,10 @@ class KernelChannel:
         self.client.start_channels(iopub=False, hb=False)
         self.gone = None  # why the kernel can answer no more, once it cannot
 
-    def close(self):
+    def close(self) -> None:
         self.client.stop_channels()
 
-    def start_test(self, timeout):
+    def start_test(self, timeout: float) -> None:
         """Every request of the next test shares these seconds: a kernel that answers slowly cannot multiply them."""
         self.timeout, self.deadline = timeout, time.monotonic() + timeout
         # An answer is read within the test's time too; one that came back in time, while the grader was still
@@ -132,10 +142,10 @@ class KernelChannel:
 
     # --- one request ---
 
-    def request(self, request, args=(), kwargs=None):
+    def request(self, request: dict[str, Any], args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None) -> Any:
         if self.gone:
             raise KernelGone(self.gone)
-        mirrors = []
+        mirrors: list[Path] = []
         if request["op"] in protocol.CALLS:
             request = {**request, "args": [self.exchange.encode(a, mirrors) for a in args],
                        "kwargs": {str(k): self.exchange.encode(v, mirrors) for k, v in (kwargs or {}).items()}}
@@ -166,7 +176,7 @@ class KernelChannel:
                 run_sync(self.km.interrupt_kernel)()
                 interrupted, deadline = True, time.monotonic() + INTERRUPT_GRACE_S
                 continue
-            events = dict(poller.poll(timeout=min(left, wait_s) * 1000))
+            events = dict(poller.poll(timeout=min(left, wait_s) * 1000))  # type: ignore[arg-type]  # ms, a float
             if not events and not run_sync(self.km.is_alive)():
                 self.gone = "the kernel died (it crashed, exited, or ran out of memory)"
                 raise KernelGone(self.gone, died=True)
@@ -179,7 +189,8 @@ class KernelChannel:
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 if interrupted:
-                    raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader interrupted it")
+                    raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s, so the grader "
+                                             "interrupted it")
                 return _read_reply(msg)
 
     def _iopub_loop(self):
@@ -209,7 +220,7 @@ class KernelChannel:
         received = time.perf_counter()
         text = str(msg.get("content", {}).get("prompt", ""))[:protocol.MAX_PROMPT_CHARS]
         word, number, _ = protocol.read_prompt(text)
-        slow = self.exchange.slow.get(number)
+        slow = self.exchange.slow.get(number)  # type: ignore[arg-type]  # no number: no instrument
         answer = ""
         if isinstance(slow, GraderJit):
             answer = slow.answer(text, received)
@@ -225,7 +236,11 @@ class Exchange:
     answers back, each decoded and checked whole before any folder of it is written (the kernel is the student's
     process: its answers are hostile input)."""
 
-    def __init__(self, scratch, channel=None, clock=time.monotonic):
+    timeout: float
+    slow: dict[int, SlowFunction | GraderJit]
+
+    def __init__(self, scratch: str | Path, channel: KernelChannel | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.scratch = Path(scratch)  # the grader's folder for folders read back from the kernel
         self.channel = channel  # the one whose references may be sent back
         self.slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
@@ -233,7 +248,7 @@ class Exchange:
         self.kept_bytes = self.kept_entries = 0  # written so far, all kept until the notebook ends
         self.clock, self.deadline, self.timeout = clock, math.inf, 0  # the running test's (start_test)
 
-    def on_time(self):
+    def on_time(self) -> None:
         """Raise Timeout once the running test's time is up: an answer is read within it, like any other work."""
         if self.clock() > self.deadline:
             raise Timeout("Timeout", f"the test did not finish within {self.timeout:.0f} s (the grader was still "
@@ -241,7 +256,7 @@ class Exchange:
 
     # --- values out ---
 
-    def encode(self, value, mirrors):
+    def encode(self, value: Any, mirrors: list[Path]) -> Any:
         """value as the kernel receives it; the grader's folders in it are appended to mirrors."""
         def other(value, depth):
             if isinstance(value, np.generic):
@@ -255,7 +270,8 @@ class Exchange:
                 number = next((n for n, known in self.slow.items() if known is jit), len(self.slow) + 1)
                 self.slow[number] = jit
                 jit.number = number
-                jit.resolve = lambda kept: RemoteRef(self.channel, kept, True, "function")
+                # a reference comes back only through a channel
+                jit.resolve = lambda kept: RemoteRef(self.channel, kept, True, "function")  # type: ignore[arg-type]
                 return {protocol.TAG: protocol.SLOWJIT, "id": number, "new_workload": isinstance(value, NewWorkload)}
             if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
                 return {protocol.TAG: protocol.FRESHJIT, "fn": protocol.encode(value.fn, other, depth=depth + 1)}
@@ -286,7 +302,7 @@ class Exchange:
 
     # --- values back ---
 
-    def answer(self, reply, mirrors):
+    def answer(self, reply: dict[str, Any], mirrors: list[Path]) -> Any:
         """The value of a reply, its folders written: those in it into new folders, the kernel's `dirs` over the
         test folders handed to it (mirrors), in order."""
         try:
@@ -299,8 +315,8 @@ class Exchange:
             def other(tag, value, depth):
                 if tag == protocol.ARRAY:
                     return protocol.decode_array(value)
-                if tag == protocol.REF:
-                    ref = RemoteRef(self.channel, _int(value.get("id")), bool(value.get("callable")),
+                if tag == protocol.REF:  # a reference comes back only through a channel
+                    ref = RemoteRef(self.channel, _int(value.get("id")), bool(value.get("callable")),  # type: ignore[arg-type]
                                     _text(value.get("type"), protocol.MAX_TYPE_CHARS))
                     return ReadLater(ref) if value.get("later") is True else ref
                 if tag == protocol.PATH:

@@ -6,11 +6,15 @@ submission ("One or more notebooks in the assignment use an old version"). Here 
 plain cells, as nbgrader intends: the last copy is graded, the others run as ordinary code.
 """
 
+from typing import Any
+
+from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import DeduplicateIds
 
 
 class DropDuplicateIds(DeduplicateIds):
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
+                        index: int) -> tuple[NotebookNode, dict[str, Any]]:
         cell, resources = super().preprocess_cell(cell, resources, index)
         if cell.get("metadata", {}).get("nbgrader", None) == {}:
             del cell.metadata["nbgrader"]

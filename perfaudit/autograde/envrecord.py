@@ -11,8 +11,10 @@ import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 import perfaudit
@@ -24,7 +26,7 @@ RECORD_SUFFIX = ".environment.json"
 GRADING_SECTIONS = ("Execute", "TrustedExecute", "SandboxLimits")
 
 
-def record_path(db_url, autograded_dir):
+def record_path(db_url: str, autograded_dir: str | Path | None) -> Path:
     """Beside a sqlite gradebook (gradebook.db.environment.json), else in the batch command's state folder."""
     return statefolder.beside_gradebook(db_url, autograded_dir, RECORD_SUFFIX, "environment.json")
 
@@ -45,7 +47,7 @@ def _name(path, course_dir):
         return str(path)
 
 
-def fingerprint(course_dir, coursedir, assignment, settings):
+def fingerprint(course_dir: str | Path, coursedir: CourseDirectory, assignment: str, settings: dict[str, Any]) -> str:
     """The digest of everything the check's verdict depends on. The course's own files count by their path in the
     course: a course directory copied or moved elsewhere (a backup restored, a folder renamed) keeps its record."""
     digest = hashlib.sha256()
@@ -67,7 +69,7 @@ def fingerprint(course_dir, coursedir, assignment, settings):
     return digest.hexdigest()
 
 
-def passed_earlier(path, print_):
+def passed_earlier(path: str | Path, print_: str) -> dict[str, Any] | None:
     """The record of a passed check for this fingerprint, or None."""
     try:
         found = json.loads(Path(path).read_text())
@@ -76,7 +78,7 @@ def passed_earlier(path, print_):
     return found if found.get("fingerprint") == print_ and found.get("passed") else None
 
 
-def save(path, print_, seconds):
+def save(path: str | Path, print_: str, seconds: float) -> None:
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"fingerprint": print_, "passed": True, "seconds": round(seconds, 1),
@@ -85,7 +87,7 @@ def save(path, print_, seconds):
     tmp.replace(path)
 
 
-def earlier_in_this_process(config):
+def earlier_in_this_process(config: Config) -> dict[str, Any] | None:
     """The record of a passed check for the environment plain nbgrader grades in with `config`, or None: a sqlite
     gradebook's record, for nbgrader_config.py as it is (settings given on the command line run the canary)."""
     coursedir = CourseDirectory(config=config)

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import nbformat
 from jupyter_core.utils import run_sync
@@ -26,12 +27,17 @@ from nbgrader import utils
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
+from traitlets.config import Config
 
 from perfaudit.autograde import canary, made_up, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.notebooks import nbgrader_meta
+
+if TYPE_CHECKING:
+    from jupyter_client.asynchronous import AsyncKernelClient
+    from jupyter_client.manager import KernelManager
 
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
 DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ that grading skips
@@ -40,7 +46,7 @@ SNAPSHOT_TIMEOUT_S = 30  # to read what one cell bound (a few names, most of the
 OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
 
 
-def instructor_cells(resources, course_id):
+def instructor_cells(resources: dict[str, Any] | None, course_id: str) -> dict[str, str] | None:
     """{grade id: source} of the notebook's cells in the gradebook, or None when not autograding (no gradebook)."""
     info = (resources or {}).get("nbgrader", {})
     if not info.get("db_url") or not info.get("notebook") or not info.get("assignment"):
@@ -52,7 +58,7 @@ def instructor_cells(resources, course_id):
         return {cell.name: cell.source for cell in notebook.source_cells}
 
 
-def instructor_notebook(nb, resources, config):
+def instructor_notebook(nb: NotebookNode, resources: dict[str, Any] | None, config: Config) -> NotebookNode:
     """The instructor's notebook from source/ when autograding (the contract of the tests comes from it, never from
     the submission); outside autograde (the canary, the checker) the notebook run is the instructor's own."""
     info = (resources or {}).get("nbgrader", {})
@@ -69,7 +75,7 @@ def instructor_notebook(nb, resources, config):
             "their names from it. Put source/ back and grade again.") from error
 
 
-def not_run_error(reason):
+def not_run_error(reason: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
 
@@ -96,12 +102,13 @@ class TrustedExecute(Execute):
         "and the release through this pipeline; a broken environment stops grading (perfaudit/autograde/canary.py)."
     ).tag(config=True)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # A keyword, not configuration: nbgrader's Execute.__init__ sets its own kernel_manager_class default.
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
 
-    def preprocess(self, nb, resources=None, km=None):
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any] | None = None,
+                   km: "KernelManager | None" = None) -> tuple[NotebookNode, dict[str, Any]]:
         self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
         self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
         instructors = instructor_notebook(nb, resources, self.config)
@@ -196,13 +203,13 @@ class TrustedExecute(Execute):
         if limit is not None and not self._retried:
             self._killed_from_outside = limit.killed_from_outside()
 
-    def create_kernel_manager(self):
+    def create_kernel_manager(self) -> SandboxedKernelManager:
         km = self._km = super().create_kernel_manager()
         km.submission, km.limits = self._submission, SandboxLimits(config=self.config)
         km.ignore = CourseDirectory(config=self.config).ignore
         return km
 
-    async def async_start_new_kernel_client(self):
+    async def async_start_new_kernel_client(self) -> "AsyncKernelClient":
         kc = await super().async_start_new_kernel_client()
         self.km.close_private_folder()  # the kernel answered: its sockets are bound
         self._kernel_up = True
@@ -215,7 +222,8 @@ class TrustedExecute(Execute):
         left = max(1, int(self._deadline - time.monotonic() + 0.999))
         return left if per_cell is None else min(per_cell, left)
 
-    def output(self, outs, msg, display_id, cell_index):
+    def output(self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str | None,
+               cell_index: int) -> NotebookNode | None:
         if msg["msg_type"] in ("stream", "display_data", "execute_result"):
             self._output_bytes += len(str(msg["content"]))
             if self._output_bytes > self.max_output_bytes:
@@ -231,11 +239,12 @@ class TrustedExecute(Execute):
         if not self._tested:
             super()._update_display_id(display_id, msg)
 
-    def handle_comm_msg(self, outs, msg, cell_index):
+    def handle_comm_msg(self, outs: list[NotebookNode], msg: dict[str, Any], cell_index: int) -> None:
         if not self._tested:
             super().handle_comm_msg(outs, msg, cell_index)
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
+                        index: int) -> tuple[NotebookNode, dict[str, Any]]:
         if cell.cell_type != "code":
             return cell, resources
         if self._stopped is None and time.monotonic() >= self._deadline:
@@ -308,7 +317,8 @@ class TrustedExecute(Execute):
         if key not in self._contract.bound_by:
             return
         namespace = self._student_namespace()
-        self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))
+        # made by _student_namespace() above
+        self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))  # type: ignore[union-attr]
         try:
             namespace.take_snapshot(key, ran_after)
         except KernelGone as gone:  # the next cell finds the kernel gone and says so
@@ -319,10 +329,11 @@ class TrustedExecute(Execute):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
         self._student_namespace()
         self._tested = True
-        self._channel.start_test(self._get_timeout(cell))
+        self._channel.start_test(self._get_timeout(cell))  # type: ignore[union-attr]  # made just above
         cell.execution_count = None
         try:
-            cell.outputs = verdicts.run_test(cell.source, self._namespace, unfilled=self._unfilled)
+            cell.outputs = verdicts.run_test(cell.source, self._namespace,  # type: ignore[arg-type]  # made above
+                                             unfilled=self._unfilled)
         except KernelGone as gone:
             if gone.died:
                 self._kernel_died()

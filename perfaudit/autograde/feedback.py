@@ -8,6 +8,9 @@ Every output shows the student's own paths (relative to their notebook's folder)
 Configured in nbgrader_config.py, so plain `nbgrader generate_feedback` is safe too.
 """
 
+from typing import Any
+
+from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests
 
@@ -21,7 +24,7 @@ HIDDEN_NOTE = "# (hidden tests ran here; their code is not shown)"
 SANDBOX_FOLDERS = (SCRATCH + "/", SUBMISSION + "/", SCRATCH, SUBMISSION)
 
 
-def student_paths(text):
+def student_paths(text: str) -> str:
     """text with the sandbox's folders taken out of every path, leaving the part under the notebook's folder."""
     for folder in SANDBOX_FOLDERS:
         text = text.replace(folder, "" if folder.endswith("/") else ".")
@@ -35,14 +38,16 @@ def _show_student_paths(cell):
         for key in ("text/plain", "text/html", "text/markdown"):
             if key in output.get("data", {}):
                 value = output.data[key]
-                output.data[key] = [student_paths(v) for v in value] if isinstance(value, list) else student_paths(value)
+                output.data[key] = ([student_paths(v) for v in value] if isinstance(value, list)
+                                    else student_paths(value))
         if output.get("output_type") == "error":
             output.evalue = student_paths(output.evalue)
             output.traceback = [student_paths(line) for line in output.traceback]
 
 
 class HideHiddenTests(ClearHiddenTests):
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
+                        index: int) -> tuple[NotebookNode, dict[str, Any]]:
         if cell.cell_type == "code":
             _show_student_paths(cell)
         if cell.cell_type != "code" or not (utils.is_grade(cell) or utils.is_locked(cell)):

@@ -2,6 +2,9 @@
 hidden part. The checks shared with visible tests stay in perfaudit/checks/ (student-facing, importing nothing of
 the grader's or the answer key); these need the grader's instruments, its made-up evidence or the answer key."""
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 from perfaudit import answers, checks
 from perfaudit.autograde.made_up import made_up_evidence, made_up_first_call, made_up_report, new_folder
 from perfaudit.autograde.measured import check_gather_evidence, check_run_audit, check_time_stages
@@ -10,6 +13,7 @@ __all__ = ["check_gather_evidence", "check_run_audit", "check_summarize", "check
            "made_up_first_call", "made_up_report", "new_folder"]
 
 
-def check_summarize(summarize, samples):
+def check_summarize(summarize: Callable[[list[float]], Any], samples: Iterable[float]) -> None:
     """checks.check_summarize on samples the test chose, against the answer key's summary of them."""
-    checks.check_summarize(summarize, samples, answers.summary_of([float(s) for s in samples]))
+    samples = [float(s) for s in samples]
+    checks.check_summarize(summarize, samples, answers.summary_of(samples))

@@ -13,6 +13,8 @@ Test cells are those autograded/ holds as tests: the grader ran exactly those, w
 test metadata ran as student code, its metadata removed). Configured in nbgrader_config.py.
 """
 
+from typing import Any
+
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -23,7 +25,7 @@ OUTPUT_HIDDEN = ("[not shown in feedback: this cell ran after the notebook's fir
 
 
 class HideOutputsAfterTests(NbGraderPreprocessor):
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         tested = False
         for cell in nb.cells:
             if cell.cell_type != "code":

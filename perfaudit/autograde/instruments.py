@@ -35,11 +35,16 @@ this protocol itself can still do is in docs/grading-security.md.
 import itertools
 import math
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from perfaudit.autograde import protocol
 from perfaudit.checks.held import HeldResult
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 FIRST_HOLD_S = (0.2, 0.3)  # the first call at each shape
 LONG_HOLD_S = (0.025, 0.040)  # a third of the later calls
@@ -55,44 +60,51 @@ CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
 # number -> [fn, ...] a jit made, in the process that makes them (the kernel's, or the checker's): a jit handed in
 # again goes on numbering its functions where it left off.
-_registry = {}
+_registry: dict[int, list[Callable[..., Any]]] = {}
 # Numbers of the jits made in this process (negative: the channel's are positive). Never id(): a jit collected by
 # the garbage collector frees its id for the next, which would find the old one's functions in _registry.
 _own_numbers = itertools.count(1)
 
 
 class Call:
-    def __init__(self, key, salt, started, ready_hold_s, probe=None):
+    def __init__(self, key: tuple[tuple[Any, ...], str], salt: int, started: float, ready_hold_s: float,
+                 probe: int | None = None) -> None:
         self.key, self.salt, self.started, self.ready_hold_s = key, salt, started, ready_hold_s
         self.probe = probe  # a first call: the seed of the grader's matrix (0 where the input is not a square matrix)
-        self.gave_workload = None  # a probed first call: whether its entries were tanh(A @ A), once it was waited on
-        self.span_s = None  # grader's clock: from the call's arrival until its result was let be ready
+        # a probed first call: whether its entries were tanh(A @ A), once it was waited on
+        self.gave_workload: bool | None = None
+        self.span_s: float | None = None  # grader's clock: from the call's arrival until its result was let be ready
 
     @property
-    def shape(self):
+    def shape(self) -> tuple[Any, ...]:
         return self.key[0]
 
 
 class Run:
     """One run of a compiled program: held like a call, its span on the grader's clock once it was waited for."""
 
-    def __init__(self, started, hold_s):
+    span_s: float | None
+
+    def __init__(self, started: float, hold_s: float) -> None:
         self.started, self.hold_s, self.span_s = started, hold_s, None
 
 
 class FunctionRecord:
     """One function jit made: its calls in order, its traces, and the trace count at each call and wait."""
 
-    def __init__(self, retrace_at):
+    calls: list[Call]
+
+    def __init__(self, retrace_at: set[int]) -> None:
         self.calls, self.traces, self.salt = [], 0, 0
         self.retrace_at = retrace_at  # ordinals of repeat calls at which the grader changes the static argument
         self.repeats = 0
-        self.counts = []  # (calls made so far, traces so far) when a call or a wait arrived
-        self.function = None  # the function jit was given, as GraderJit.resolve found it
-        self.stages = []  # (stage, grader's span, arrival, release) for each trace, lower and compile, in order
-        self.runs = []  # Run of each call of a program compile() returned, in order
+        self.counts: list[tuple[int, int]] = []  # (calls made so far, traces so far) when a call or a wait arrived
+        self.function: Any = None  # the function jit was given, as GraderJit.resolve found it
+        # (stage, grader's span, arrival, release) for each trace, lower and compile, in order
+        self.stages: list[tuple[str, float, float, float]] = []
+        self.runs: list[Run] = []  # Run of each call of a program compile() returned, in order
 
-    def counts_after(self, call):
+    def counts_after(self, call: int) -> set[int]:
         """Trace counts the student's code could have read after call number `call` returned: at any later call or
         wait, and now."""
         return {traces for calls, traces in self.counts if calls > call} | {self.traces}
@@ -101,7 +113,12 @@ class FunctionRecord:
 class GraderJit:
     """The grader's side: records per function, holds chosen here (see the module docstring)."""
 
-    def __init__(self, rng):
+    functions: list[FunctionRecord]
+    number: int | None
+    resolve: Callable[[int], Any] | None
+    _kept: dict[int, Callable[..., Any]]
+
+    def __init__(self, rng: np.random.Generator) -> None:
         self.rng, self.functions, self.number = rng, [], None
         # The student's function each jit(fn) was given, from the number the stand-in reports for it: a reference
         # the channel sets up (RemoteRef), or, in one process, the function itself. The grader calls it with a
@@ -111,7 +128,7 @@ class GraderJit:
     def _uniform(self, bounds):
         return float(self.rng.uniform(*bounds))
 
-    def answer(self, message, received=None):
+    def answer(self, message: str, received: float | None = None) -> str:
         """The grader's answer to one message of the kernel-side stand-in ('' when there is nothing to say)."""
         received = time.perf_counter() if received is None else received
         kind, *rest = str(message).split(" ")
@@ -181,7 +198,7 @@ class GraderJit:
         time.sleep(self._uniform(CALL_HOLD_S))
         return f"{len(record.calls) - 1} {record.salt}" + (f" {probe}" if probe else "")
 
-    def __call__(self, fn):
+    def __call__(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """jit(fn) right here, for a test that runs in the student's own process (the checker, the notebook)."""
         if self.number is None:
             self.number = -next(_own_numbers)
@@ -192,7 +209,7 @@ class GraderJit:
         self._kept[len(self._kept) + 1] = fn
         return len(self._kept)
 
-    def new_workload(self):
+    def new_workload(self) -> "NewWorkload":
         """This jit of a new function computing tanh(x @ x), made where it is used (NewWorkload)."""
         return NewWorkload(self)
 
@@ -202,7 +219,9 @@ class NewWorkload:
     kernel it crosses as a request to make it there (perfaudit/autograde/channel.py); in one process it is made
     here on first use."""
 
-    def __init__(self, jit):
+    _made: Callable[[Any], Any] | None
+
+    def __init__(self, jit: GraderJit) -> None:
         self.jit, self._made = jit, None
 
     def _jitted(self):
@@ -210,10 +229,10 @@ class NewWorkload:
             self._made = self.jit(new_workload())
         return self._made
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         return self._jitted()(x)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("_") and name not in ("__name__", "__qualname__", "__wrapped__"):
             raise AttributeError(name)
         return getattr(self._jitted(), name)
@@ -223,7 +242,7 @@ MAX_PROBED_N = 2048  # a larger first call is not probed (a matrix that size cos
 # as a call of another function: there the computation itself, not the hold, makes the first call long
 
 
-def probe_entries(seed, rows, columns, n):
+def probe_entries(seed: int, rows: "ArrayLike", columns: "ArrayLike", n: int) -> np.ndarray:
     """Entries (rows, columns) of the grader's n x n matrix for a first call, a hash of (seed, row, column): uniform,
     mean 0, variance 1/sqrt(n), so that the entries of A @ A are about 1 in size, where tanh is far from both the
     identity and saturation (x @ x without tanh, or a constant, misses). Any entry costs the same to make, so the
@@ -232,17 +251,17 @@ def probe_entries(seed, rows, columns, n):
     with np.errstate(over="ignore"):  # the hash wraps around 2**64 by design
         mix = np.uint64(seed) + rows * np.uint64(0x9E3779B97F4A7C15) + columns * np.uint64(0xC2B2AE3D27D4EB4F)
         for factor in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):  # MurmurHash3's finalizer
-            mix = (mix ^ (mix >> np.uint64(33))) * np.uint64(factor)
-    uniform = (mix >> np.uint64(11)).astype(np.float64) / 2.0**53
+            mix = (mix ^ (mix >> np.uint64(33))) * np.uint64(factor)  # type: ignore[operator]  # uint64, as above
+    uniform = (mix >> np.uint64(11)).astype(np.float64) / 2.0**53  # type: ignore[operator]  # mix is uint64
     return (uniform - 0.5) * math.sqrt(12) * n ** -0.25
 
 
-def probed_at(seed, n):
+def probed_at(seed: int, n: int) -> list[list[int]]:
     """The PROBES entries (row, column) the grader asks for, from seed."""
     return np.random.default_rng(seed).integers(0, n, size=(PROBES, 2)).tolist()
 
 
-def computes_workload(seed, shape, reported):
+def computes_workload(seed: int, shape: tuple[int, ...], reported: list[str]) -> bool:
     """Whether the entries a first call reported are those of tanh(A @ A) for the grader's matrix A."""
     if not seed or len(reported) != PROBES:
         return False
@@ -271,7 +290,8 @@ def _shape(text):
 # --- the kernel's side: runs in the student's process --------------------------------------------------------
 
 
-def make_jit(number, ask, keep):
+def make_jit(number: int, ask: Callable[[str], str],
+             keep: Callable[[Callable[..., Any]], int]) -> Callable[..., Callable[[Any], Any]]:
     """The stand-in's jit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader
     picks at each call, reporting each trace, and returning results whose readiness the grader decides. keep(fn):
     the number by which the grader can call fn itself."""
@@ -299,7 +319,7 @@ def make_jit(number, ask, keep):
             answer = ask(f"{protocol.ASK_CALL} {number} {index} {shape or '-'} {dtype}")
             call, salt, seed = (answer + " 0 0 0").split(" ")[:3]  # seed: a first call's question, 0 for none
             salts.append(int(salt) if salt.isdigit() else 0)
-            result, salt = inner(x, salts[-1]), salts[-1]
+            result, salt = inner(x, salts[-1]), salts[-1]  # type: ignore[assignment]  # the salt as an int
 
             def ready():
                 probed = _probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else ""
@@ -312,11 +332,12 @@ def make_jit(number, ask, keep):
         def ask_about(kind, *more):
             return ask(" ".join((kind, str(number), str(index), *map(str, more))))
 
-        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",
+        # a function's attributes, as jax.jit's own function has them
+        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",  # type: ignore[attr-defined]
                                          lambda stage: ask_about(protocol.ASK_STAGE, stage), ask_about)
-        audited.lower = lambda x: audited.trace(x).lower()
-        audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])
-        audited.__name__, audited.__wrapped__ = traced.__name__, fn
+        audited.lower = lambda x: audited.trace(x).lower()  # type: ignore[attr-defined]
+        audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])  # type: ignore[attr-defined]
+        audited.__name__, audited.__wrapped__ = traced.__name__, fn  # type: ignore[attr-defined]
         return audited
 
     return jit
@@ -325,7 +346,7 @@ def make_jit(number, ask, keep):
 _workloads = itertools.count(1)
 
 
-def new_workload():
+def new_workload() -> Callable[[Any], Any]:
     """A new function computing tanh(x @ x), with a name of its own: nothing is cached for it, wherever it runs."""
     import os
 
@@ -359,32 +380,33 @@ class _Stage:
     """JAX's Traced or Lowered object, the stage that made it held by the grader; lower() and compile() are held in
     turn, and the program compile() returns runs as the grader holds it. Everything else is JAX's own."""
 
-    def __init__(self, value, stage, hold, ask=None):
+    def __init__(self, value: Any, stage: str, hold: Callable[[str], object],
+                 ask: Callable[..., str] | None = None) -> None:
         hold(stage)
         self._value, self._hold, self._ask = value, hold, ask
 
-    def lower(self, *args, **kwargs):
+    def lower(self, *args: Any, **kwargs: Any) -> "_Stage":
         return _Stage(self._value.lower(*args, **kwargs), "lower", self._hold, self._ask)
 
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self._value.compile(*args, **kwargs)
         self._hold("compile")
         return compiled if self._ask is None else _Compiled(compiled, self._ask)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._value, name)
 
 
 class _Compiled:
     """A compiled program whose every run the grader holds, and whose results it lets be ready when waited for."""
 
-    def __init__(self, compiled, ask):
+    def __init__(self, compiled: Any, ask: Callable[..., str]) -> None:
         self._compiled, self._ask = compiled, ask
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> HeldResult:
         run = self._ask(protocol.ASK_RUN)
         result = self._compiled(*args, **kwargs)
         return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run))
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)

@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import threading
+from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 
@@ -33,7 +34,7 @@ START_LOG = "SANDBOXED_KERNEL_LOG"
 class RawStream:
     """The first `limit` bytes a process writes to a pipe, the rest counted and dropped."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.limit, self.kept, self.dropped = limit, bytearray(), 0
         self.read_fd, self.write_fd = os.pipe()
         self._thread = threading.Thread(target=self._drain, daemon=True)
@@ -46,7 +47,7 @@ class RawStream:
             self.dropped += max(len(chunk) - room, 0)
         os.close(self.read_fd)
 
-    def text(self):
+    def text(self) -> str:
         note = f"\n[{self.dropped} more bytes dropped by the grader]" if self.dropped else ""
         return printable(self.kept.decode(errors="replace")) + note
 
@@ -55,17 +56,17 @@ class RawOutput:
     """The kernel's file descriptors 1 and 2, each capped on its own: a flood on one never hides the other
     (ipykernel echoes the two from separate threads, so their order is not fixed)."""
 
-    def __init__(self, limit):
+    def __init__(self, limit: int) -> None:
         self.stdout, self.stderr = RawStream(limit // 2), RawStream(limit - limit // 2)
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return any(stream.kept or stream.dropped for stream in (self.stdout, self.stderr))
 
-    def close_write_ends(self):
+    def close_write_ends(self) -> None:
         os.close(self.stdout.write_fd)
         os.close(self.stderr.write_fd)
 
-    def text(self):
+    def text(self) -> str:
         """What the kernel wrote, escaped for a person to read."""
         return f"[stdout]\n{self.stdout.text()}\n[stderr]\n{self.stderr.text()}"
 
@@ -75,16 +76,16 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     submission = None  # the student's submitted folder (read by submission.stage, regular files only)
     ignore = ()  # names in it the kernel does not get (CourseDirectory.ignore: checkpoints, earlier evidence)
-    limits = None  # SandboxLimits
+    limits: SandboxLimits = None  # type: ignore[assignment]  # set before a start: TrustedExecute, or start_kernel
     raw_output = None  # RawOutput, once started
     memory_limit = None  # memory.MemoryLimit, once started
     _kernels_started = 0  # in this process: each kernel's sandbox gets a uid of its own (sandbox.sandbox_uid)
 
-    async def start_kernel(self, **kw):
+    async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
         sandbox.require()  # before anything is made: a clear refusal, not a failed launch
         self.limits = self.limits or SandboxLimits()
         # A signal would reach bwrap, not the kernel in its own session: interrupt over the control channel.
-        self.kernel_spec.interrupt_mode = "message"
+        self.kernel_spec.interrupt_mode = "message"  # type: ignore[union-attr]  # a kernel started has a spec
         self._cleanup = contextlib.ExitStack()
         self._private = tempfile.mkdtemp(prefix="perfaudit-kernel-")
         self._cleanup.callback(shutil.rmtree, self._private, ignore_errors=True)
@@ -129,7 +130,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             await super()._async_launch_kernel(self.memory_limit.command_prefix() + kernel_cmd, **kw)
         finally:
             self.raw_output.close_write_ends()  # the kernel holds its own copies
-        self.memory_limit.watch(self.provisioner.process.pid)
+        self.memory_limit.watch(self.provisioner.process.pid)  # type: ignore[union-attr]  # a local provisioner
 
     def _sandbox_connection_file(self, kernel_cmd):
         """The kernel reads a copy of the connection file whose socket paths are the sandbox's /run/kernel."""
@@ -143,7 +144,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return [f"{sandbox.KERNEL_DIR}/kernel-inside.json" if part == self.connection_file else part
                 for part in kernel_cmd]
 
-    def close_private_folder(self):
+    def close_private_folder(self) -> None:
         """Once the kernel has bound its sockets: its user may no longer add, remove or rename anything there."""
         if self._sandboxed and os.geteuid() == 0:
             os.chown(self._private, 0, 0)
@@ -153,7 +154,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart=restart)
         if not restart and getattr(self, "_cleanup", None) is not None:
             self._cleanup.close()
-            self._cleanup = None
+            self._cleanup = None  # type: ignore[assignment]  # closed: none left
 
     cleanup_resources = _async_cleanup_resources  # what nbclient calls after a kernel died
 

@@ -28,10 +28,10 @@ class SandboxLimits(Configurable):
     file_mb = Integer(256, help="Largest file a process may write, in MB.").tag(config=True)
     scratch_mb = Integer(512, help="Size of the submission's scratch folder (its working folder, in memory), "
                                    "and separately of its /tmp, in MB.").tag(config=True)
-    raw_output_bytes = Integer(64 * 1024, help="Bytes of the kernel's raw stdout and stderr kept for the instructor (half each); "
-                                               "the rest is counted and dropped.").tag(config=True)
+    raw_output_bytes = Integer(64 * 1024, help="Bytes of the kernel's raw stdout and stderr kept for the instructor "
+                                               "(half each); the rest is counted and dropped.").tag(config=True)
 
-    def rlimits(self):
+    def rlimits(self) -> list[tuple[int, int]]:
         """[(resource, soft = hard limit)] for every process of the sandbox."""
         return [
             (resource.RLIMIT_CPU, _capped(self.cpu_s, resource.RLIMIT_CPU, 1)),
@@ -41,6 +41,6 @@ class SandboxLimits(Configurable):
             (resource.RLIMIT_FSIZE, _capped(self.file_mb, resource.RLIMIT_FSIZE, 2**20) * 2**20),
         ]
 
-    def describe(self):
+    def describe(self) -> str:
         return (f"{self.memory_mb} MB memory for all processes together, {self.cpu_s} s CPU, {self.processes} "
                 f"processes, {self.file_mb} MB files, {self.scratch_mb} MB scratch")

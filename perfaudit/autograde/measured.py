@@ -5,6 +5,8 @@ stage 3's gather_evidence and run_audit, and notebook 4's time_stages. The check
 import heapq
 import math
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +22,7 @@ from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
 from perfaudit.reference import reference_jaxpr
 
 
-def grader_jit(rng=None):
+def grader_jit(rng: np.random.Generator | None = None) -> instruments.GraderJit:
     """The grader's jit (instruments.py) for gather_evidence(steady_calls, jit), run_audit and time_stages."""
     return instruments.GraderJit(rng or np.random.default_rng())
 
@@ -44,17 +46,18 @@ def _shape_of(value):
     return None
 
 
-def covers(timings, spans, slack_s):
+def covers(timings: Sequence[float], spans: Sequence[float], slack_s: float) -> bool:
     """Whether each timing can be of a call of its own that it is no shorter than: the shortest timings against
     the shortest calls (sorted: a student may keep the timings in any order, e.g. sorted for a median)."""
     spans = sorted(spans)[:len(timings)]
     return len(spans) == len(timings) and all(t + slack_s >= s for t, s in zip(sorted(timings), spans))
 
 
-def fits(timings, bounds, slack_s):
+def fits(timings: Sequence[float], bounds: Sequence[tuple[float, float]], slack_s: float) -> bool:
     """Whether each timing can be of a span of its own, no shorter than its shortest and no longer than its longest
     ([(shortest, longest)]): the shortest timings first, each to the span that closes soonest."""
-    bounds, waiting, taken = sorted(bounds), [], 0
+    bounds, taken = sorted(bounds), 0
+    waiting: list[float] = []
     for timing in sorted(timings):
         while taken < len(bounds) and bounds[taken][0] - slack_s <= timing:
             heapq.heappush(waiting, bounds[taken][1])
@@ -67,14 +70,15 @@ def fits(timings, bounds, slack_s):
     return True
 
 
-def windows(events, start, end):
+def windows(events: Sequence[tuple[float, float | None]], start: float, end: float) -> list[float]:
     """[(arrival, release)] of a function's calls (or a program's runs and stages) in order, on the grader's clock,
     release None for one never waited for: for each, the longest a timing of it can be, from the release of the
     one before (the arrival, if it was never waited for; `start` for the first) until the arrival of the next
     (`end` for the last). A clock around one call cannot also hold another call's time."""
     longest = []
     for i, (arrival, _) in enumerate(events):
-        before = start if i == 0 else (events[i - 1][1] if events[i - 1][1] is not None else events[i - 1][0])
+        previous = events[i - 1] if i else (start, start)
+        before = previous[1] if previous[1] is not None else previous[0]
         after = end if i + 1 == len(events) else events[i + 1][0]
         longest.append(after - before)
     return longest
@@ -122,7 +126,8 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     return [first, *sorted(chosen)], None
 
 
-def check_measured_evidence(evidence, jit, steady_calls, outer_s, what, jaxpr_text=None, started=None):
+def check_measured_evidence(evidence: Any, jit: instruments.GraderJit, steady_calls: int, outer_s: float, what: str,
+                            jaxpr_text: str | None = None, started: float | None = None) -> None:
     """Timings, a trace count and a JAXPR taken during the call, of a function made by the grader's `jit`
     (perfaudit/autograde/instruments.py): as many steady calls as asked, each timing covering the call it is of as
     the grader timed it, all together within the grader's clock around the whole call; the traces that function
@@ -217,7 +222,7 @@ def _check_timed_output(function, what, rng=None):
             "matrix A", atol=atol, assumed=assumed)
 
 
-def check_gather_evidence(gather_evidence, rng=None):
+def check_gather_evidence(gather_evidence: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
     """gather_evidence(k, jit) with a k chosen now and the grader's jit: measured timings, counted traces, the
     JAXPR of the function timed."""
     rng = rng or np.random.default_rng()
@@ -234,7 +239,7 @@ def check_gather_evidence(gather_evidence, rng=None):
                             started=started)
 
 
-def check_run_audit(run_audit, rng=None):
+def check_run_audit(run_audit: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
     """run_audit(a new folder, k chosen now, the grader's jit): evidence that passes every stage 3 check,
     measured and counted during the call, and the report it returns is the one it wrote."""
     rng = rng or np.random.default_rng()
@@ -256,7 +261,7 @@ def check_run_audit(run_audit, rng=None):
     check_returns_what_it_wrote(returned, folder)
 
 
-def check_time_stages(time_stages, rng=None):
+def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
     """time_stages on a new function of the grader's jit, a random matrix and a steady_runs chosen now: every part
     measured during the call; each of trace, lower and compile covering that stage as the grader held it; the first
     run covering the compiled program's very first run, waited for; each steady run covering a later run of its own.

@@ -137,8 +137,8 @@ def _hierarchy() -> _Hierarchy | None:
             continue
         root, mount, fstype, options = _unescape(fields[3]), _unescape(fields[4]), tail[0], tail[2].split(",")
         if fstype == "cgroup2":
-            try:
-                controllers = _read(os.path.join(mount, "cgroup.controllers")).split()
+            try:  # the name reused: the root's controllers, a list
+                controllers = _read(os.path.join(mount, "cgroup.controllers")).split()  # type: ignore[assignment]
             except OSError:
                 continue
             if "memory" in controllers:  # the memory controller lives in one hierarchy only: this is it
@@ -321,7 +321,7 @@ class MemoryLimit:
     mechanism: str  # "cgroup v2", "cgroup v1" or "watchdog": for the grading summary
     path: str | None  # the group's folder (cgroups), None for the watchdog
 
-    def __init__(self, limit_mb: int, name: str):
+    def __init__(self, limit_mb: int, name: str) -> None:
         if int(limit_mb) <= 0:
             raise ValueError(f"limit_mb must be positive, not {limit_mb!r}")
         self.limit_mb = int(limit_mb)
@@ -352,14 +352,14 @@ class MemoryLimit:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         where = f" at {self.path}" if self.path else ""
         return f"MemoryLimit({self.limit_mb} MB, {self.name!r}, {self.mechanism}{where})"
 
     def __enter__(self) -> "MemoryLimit":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def command_prefix(self) -> list[str]:

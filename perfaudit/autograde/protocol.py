@@ -17,6 +17,14 @@ of an answer before it writes anything. This module imports nothing heavy: the k
 
 import base64
 import binascii
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from os import PathLike
+    from pathlib import Path
+
+    from numpy import ndarray
 
 AGENT = "perfaudit.autograde.agent"  # the kernel's side; its handle(request) is the only entry point
 
@@ -66,7 +74,7 @@ class WireError(ValueError):
 # --- values ---------------------------------------------------------------------------------------------------
 
 
-def encode(value, other, keep_tuples=True, depth=0):
+def encode(value: Any, other: Callable[[Any, int], Any], keep_tuples: bool = True, depth: int = 0) -> Any:
     """value as tagged JSON: plain data here, anything else as other(value, depth) makes it."""
     if depth > MAX_DEPTH:
         raise ValueError(f"a value nested more than {MAX_DEPTH} levels deep")
@@ -81,7 +89,8 @@ def encode(value, other, keep_tuples=True, depth=0):
     return other(value, depth)
 
 
-def decode(value, other, tick=None, depth=0):
+def decode(value: Any, other: Callable[[str, dict[str, Any], int], Any], tick: Callable[[], None] | None = None,
+           depth: int = 0) -> Any:
     """Tagged JSON as Python values, checked: lists, tuples and dicts here, every other tag as other(tag, value,
     depth) makes it. tick() is called at each value (the grader checks its deadline there)."""
     if tick is not None:
@@ -109,7 +118,7 @@ def decode(value, other, tick=None, depth=0):
     return other(tag, value, depth)
 
 
-def encode_array(value, jax=False):
+def encode_array(value: Any, jax: bool = False) -> dict[str, Any] | None:
     """A NumPy array (or what converts to one) as an array value, or None when its dtype is not in ARRAY_DTYPES."""
     import numpy as np
 
@@ -120,7 +129,7 @@ def encode_array(value, jax=False):
             "jax": bool(jax)}
 
 
-def decode_array(value):
+def decode_array(value: dict[str, Any]) -> "ndarray":
     """An array value as a NumPy array of its own, its dtype known and its bytes exactly its shape's."""
     import numpy as np
 
@@ -151,7 +160,7 @@ def _bfloat16():
 # --- folders ---------------------------------------------------------------------------------------------------
 
 
-def name_parts(name):
+def name_parts(name: object) -> tuple[str, ...] | None:
     """The parts of a relative file name the protocol carries ('a/b.txt'), or None: absolute names, '..', '.',
     empty parts, NUL, more than MAX_NAME_PARTS parts and names a file system cannot hold are not carried."""
     if not isinstance(name, str) or not name:
@@ -170,7 +179,7 @@ def name_parts(name):
     return parts
 
 
-def snapshot(path):
+def snapshot(path: "str | PathLike[str]") -> dict[str, Any]:
     """A folder's regular files (or one file) as a path value; links and special files are left out.
 
     An evidence folder (one that holds report.json) sends report.json and the files its artifacts name, in that
@@ -189,6 +198,8 @@ def snapshot(path):
             return {TAG: PATH, "kind": "file", "name": name, "files": {name: _b64(handle.read(MAX_FILE_BYTES))}}
     if not path.is_dir():
         return {TAG: PATH, "kind": "missing", "name": name, "files": {}}
+    files: dict[str, str]
+    folders: set[tuple[str, ...]]
     files, folders, total = {}, set(), 0
     for full in _in_order(path):
         if len(files) >= MAX_FILES:
@@ -229,7 +240,7 @@ def _in_order(folder):
 EVIDENCE_REPORT = "report.json"
 
 
-def evidence_names(folder):
+def evidence_names(folder: "str | PathLike[str]") -> list[str] | None:
     """report.json and the plain file names its "artifacts" give, in that order, where folder holds a report.json:
     the files of an evidence folder the checks read (perfaudit/checks/evidence.py); None for another folder."""
     import json
@@ -252,7 +263,7 @@ class Snapshot:
     """A folder or file the other side sent, checked whole (names, counts, sizes) and decoded, not yet written.
     tick() is called before each file is decoded and written (the grader checks its deadline there)."""
 
-    def __init__(self, value, tick=None):
+    def __init__(self, value: object, tick: Callable[[], None] | None = None) -> None:
         if not isinstance(value, dict) or not isinstance(value.get("files"), dict):
             raise WireError("a folder answer that is not a folder")
         self.kind, sent = value.get("kind", "dir"), value["files"]
@@ -289,15 +300,15 @@ class Snapshot:
             name if isinstance(name, str) and name_parts(name) is not None and "/" not in name else "file"
 
     @property
-    def entries(self):
+    def entries(self) -> int:
         """The files and folders writing it makes."""
         return 1 + len(self.files) + len(self.folders)
 
-    def path_in(self, folder):
+    def path_in(self, folder: "Path") -> "Path":
         """Where the snapshot is, written into folder: the folder itself, or the file's path in it."""
         return folder if self.kind == "dir" else folder / self.name
 
-    def write(self, folder):
+    def write(self, folder: "Path") -> None:
         """Write the files into folder, made now."""
         folder.mkdir(parents=True, exist_ok=True)
         for parts, content in self.files.items():
@@ -311,19 +322,19 @@ class Snapshot:
 # --- messages --------------------------------------------------------------------------------------------------
 
 
-def request_expression(request):
+def request_expression(request: dict[str, Any]) -> str:
     """The user expression that asks the kernel: the agent's handle() of the request as base64 JSON."""
     return f"__import__({AGENT!r}, fromlist=['handle']).handle({pack(request)!r})"
 
 
-def pack(message):
+def pack(message: dict[str, Any]) -> str:
     """A request or reply as base64 JSON text."""
     import json
 
     return _b64(json.dumps(message).encode())
 
 
-def unpack(text):
+def unpack(text: str | bytes) -> dict[str, Any]:
     """base64 JSON text as the message it holds (a dict), or WireError."""
     import json
 
@@ -336,21 +347,21 @@ def unpack(text):
     return message
 
 
-def reply(value, dirs):
+def reply(value: Any, dirs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"ok": True, "value": value, "dirs": dirs}
 
 
-def error_reply(error):
+def error_reply(error: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": {"type": type(error).__name__[:MAX_TYPE_CHARS],
                                    "message": str(error)[:MAX_ERROR_CHARS]}}
 
 
-def prompt(word, number, *details):
+def prompt(word: str, number: object, *details: object) -> str:
     """What an instrument asks on the kernel's stdin: '<word> <number> <details...>'."""
     return " ".join(str(part) for part in (word, number, *details))
 
 
-def read_prompt(text):
+def read_prompt(text: object) -> tuple[str, int | None, list[str]]:
     """(word, number or None, [details]) of a prompt, however the kernel wrote it."""
     parts = str(text)[:MAX_PROMPT_CHARS].split(" ")
     number = parts[1] if len(parts) > 1 else ""

@@ -29,7 +29,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from perfaudit.autograde.limits import SandboxLimits
 
 UNSANDBOXED = "PERFAUDIT_UNSANDBOXED"  # "1": grade without a sandbox, knowingly
 BWRAP = "PERFAUDIT_BWRAP"  # the bwrap program to use (default: bwrap on PATH)
@@ -78,24 +83,24 @@ def _probe(bwrap, as_root):
     return (version[-1] if version else "?"), None
 
 
-def available():
+def available() -> tuple[bool, str]:
     """(True, version) or (False, why)."""
     version, why = _probe(_bwrap_path(), _as_root())
     return (True, version) if version else (False, why)
 
 
-def unsandboxed_allowed():
+def unsandboxed_allowed() -> bool:
     return os.environ.get(UNSANDBOXED) == "1"
 
 
-def require():
+def require() -> None:
     """Raise SandboxUnavailable unless a sandbox works here or running without one was asked for."""
     ok, why = available()
     if not ok and not unsandboxed_allowed():
         raise SandboxUnavailable(_unavailable_message(why))
 
 
-def status(limits):
+def status(limits: "SandboxLimits") -> str:
     """One line for grading output and the grade summary: how student code ran."""
     ok, detail = available()
     if ok:
@@ -111,7 +116,7 @@ def status(limits):
     return f"NO SANDBOX: {detail}; grading refuses to run student code"
 
 
-def sandbox_uid(kernel=0):
+def sandbox_uid(kernel: int = 0) -> int:
     """The unprivileged uid student code runs as when the grader is root: one per kernel a grading process starts
     (`kernel`, counted by the kernel manager), so processes a submission leaves behind never share RLIMIT_NPROC with
     the next kernel, the instructor's solution checked after it included."""
@@ -129,7 +134,7 @@ def _readable_paths():
         paths.add(sysconfig.get_paths()[scheme_path])
     existing = sorted({str(Path(p).resolve()) for p in paths if Path(p).exists()})
     system = tuple(d + "/" for d in SYSTEM_DIRS)
-    kept = []
+    kept: list[str] = []
     for path in existing:  # sorted: a folder comes before anything inside it
         if path.startswith(system) or any(path == k or path.startswith(k + "/") for k in kept):
             continue
@@ -151,7 +156,7 @@ def _parents_world_searchable(paths, made):
 PASSED_THROUGH = ("PERFAUDIT_", "JAX_", "XLA_")  # an instructor may pin JAX's platform or XLA flags for a class
 
 
-def student_env(grader_env=None):
+def student_env(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The grader's settings a student's process may see: PERFAUDIT_*, JAX_*, XLA_*, nothing else.
 
     NBGRADER_EXECUTION in particular stays outside: student code cannot tell that it is being graded.
@@ -160,7 +165,7 @@ def student_env(grader_env=None):
     return {k: v for k, v in grader_env.items() if k.startswith(PASSED_THROUGH) and k != BWRAP}
 
 
-def unsandboxed_env(env):
+def unsandboxed_env(env: dict[str, str]) -> dict[str, str]:
     """env for a process started without a sandbox (PERFAUDIT_UNSANDBOXED=1): the same clean environment, with
     this machine's PATH and HOME, and the default places for temporary files and settings."""
     base = {**base_env(), **{k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ}}
@@ -169,7 +174,7 @@ def unsandboxed_env(env):
     return {**base, **env}
 
 
-def base_env():
+def base_env() -> dict[str, str]:
     """What a Python process in the sandbox needs: PATH with this Python's bin first, a writable HOME, a locale."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -183,7 +188,7 @@ def base_env():
     }
 
 
-def prlimit(limits):
+def prlimit(limits: "SandboxLimits") -> list[str]:
     """The prlimit command prefix that applies the limits (soft = hard) to the command after it."""
     names = {resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_AS: "--as", resource.RLIMIT_NPROC: "--nproc",
              resource.RLIMIT_FSIZE: "--fsize"}
@@ -211,7 +216,8 @@ def _instructor_only_paths():
 _ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
 
 
-def command(argv, *, submission, private, limits, env=None, uid=None):
+def command(argv: Sequence[str], *, submission: str | Path, private: str | Path, limits: "SandboxLimits",
+            env: dict[str, str] | None = None, uid: int | None = None) -> list[str]:
     """The argv that runs argv in the sandbox, with env and nothing else from here.
 
     submission: the grader's staged copy of the student's regular files, seen read-only and copied into the
@@ -258,7 +264,7 @@ def command(argv, *, submission, private, limits, env=None, uid=None):
         args += ["--setenv", key, value]
     args += ["--", *prlimit(limits)]
     if as_root:
-        uid = str(sandbox_uid() if uid is None else uid)
+        uid = str(sandbox_uid() if uid is None else uid)  # type: ignore[assignment]  # as setpriv's argument
         args += [shutil.which("setpriv") or "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups",
                  "--no-new-privs", "--"]
     return [*args, "/bin/sh", "-c", _ENTER_SCRATCH, "sh", *argv]

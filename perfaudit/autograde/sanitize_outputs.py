@@ -19,11 +19,13 @@ Configured in nbgrader_config.py, for plain `nbgrader autograde` and `python -m 
 import html.parser
 import re
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from bleach import ALLOWED_ATTRIBUTES, ALLOWED_TAGS
 from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
+from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
 from traitlets import Bool, default
 
@@ -47,7 +49,8 @@ class SanitizeOutputs(SanitizeHTML):
     """nbconvert's SanitizeHTML, applied to every output, to the student's markdown and raw cells, and to the
     notebook's metadata (see the module docstring)."""
 
-    enabled = Bool(True, help="Whether to sanitize (nbconvert's preprocessors are off unless enabled).").tag(config=True)
+    enabled = Bool(True, help="Whether to sanitize (nbconvert's preprocessors are off unless enabled).").tag(
+        config=True)
 
     @default("tags")
     def _tags_default(self):
@@ -57,12 +60,13 @@ class SanitizeOutputs(SanitizeHTML):
     def _attributes_default(self):
         return ATTRIBUTES
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         nb.metadata.pop("widgets", None)
         self._instructors = _instructor_texts(self.config, resources)
         return super().preprocess(nb, resources)
 
-    def preprocess_cell(self, cell, resources, index):
+    def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
+                        index: int) -> tuple[NotebookNode, dict[str, Any]]:
         if cell.cell_type == "code":
             cell.outputs = [out for out in (self._output(o) for o in cell.get("outputs", [])) if out is not None]
             return cell, resources
@@ -75,7 +79,7 @@ class SanitizeOutputs(SanitizeHTML):
             cell.source = SHOWN_AS_TEXT + _fenced(written)
         return cell, resources
 
-    def sanitize_html_tags(self, html_str):
+    def sanitize_html_tags(self, html_str: str) -> str:
         return super().sanitize_html_tags(STYLE_ELEMENT.sub("", html_str))
 
     def _output(self, output):
@@ -131,11 +135,11 @@ def _keep_images(cell):
 
 
 class _Links(html.parser.HTMLParser):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.urls = []
+        self.urls: list[str] = []
 
-    def handle_starttag(self, tag, attrs):
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.urls += [value or "" for name, value in attrs if name in ("href", "src", "action", "formaction")]
 
 

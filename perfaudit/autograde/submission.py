@@ -8,9 +8,13 @@ or folder over the limits) before nbgrader's own copy step could follow it. Each
 import fnmatch
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets.config import Config
 
 MAX_FILE_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 256 * 2**20
@@ -29,7 +33,7 @@ def _kind(mode):
     return "not a regular file"
 
 
-def problems(folder, ignore=()):
+def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
     """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well."""
     folder, found, total, count = Path(folder), [], 0, 0
     for root, dirs, files in os.walk(folder):  # never follows links: a linked folder is listed as a name
@@ -58,11 +62,11 @@ def problems(folder, ignore=()):
     return found
 
 
-def describe(found):
+def describe(found: list[tuple[str, str]]) -> str:
     return "; ".join(f"'{rel}' is {why}" for rel, why in found)
 
 
-def stage(folder, into, ignore=()):
+def stage(folder: str | Path, into: str | Path, ignore: Sequence[str] = ()) -> None:
     """Copy folder's regular files into `into` (a folder of the grader's), each opened with O_NOFOLLOW.
 
     Raises UnsafeSubmission, copying nothing, when the folder holds anything else.
@@ -93,7 +97,7 @@ class RefuseUnsafeSubmission(NbGraderPreprocessor):
     refuses, nbgrader removes that copy with the failed submission. The batch command refuses at intake, first.
     """
 
-    def preprocess(self, nb, resources):
+    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
         folder = submitted_folder(self.config, resources)
         if folder is not None:
             found = problems(folder)
@@ -102,7 +106,7 @@ class RefuseUnsafeSubmission(NbGraderPreprocessor):
         return nb, resources
 
 
-def submitted_folder(config, resources):
+def submitted_folder(config: Config, resources: dict[str, Any]) -> Path | None:
     """The student's submitted folder of the notebook being autograded, or None outside autograde."""
     from nbgrader.coursedir import CourseDirectory
 

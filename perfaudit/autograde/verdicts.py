@@ -5,11 +5,11 @@ order, to what the test cells bound themselves, the modules the instructor's loc
 (imported here: `checks` is always the course's own), Python's builtins, and last the names of the notebook's
 contract: what the cells of the instructor's notebook define, a locked cell's constants made here by the grader's
 own run of its statements, the student's functions and values read from the kernel through the channel: plain data
-comes back as values, functions as references whose calls cross to the kernel. Any other name is undefined: a test never asks the kernel for a name the contract does
-not hold, so nothing a submission defines, edits or unmarks can stand in for a module a test uses. A test passes
-when it raises nothing. Its outputs are made here: what it printed, and on failure one error with the message and
-no traceback, so no hidden line is ever shown and nothing the kernel printed can be read as a score by nbgrader's
-determine_grade.
+comes back as values, functions as references whose calls cross to the kernel. Any other name is undefined: a test
+never asks the kernel for a name the contract does not hold, so nothing a submission defines, edits or unmarks can
+stand in for a module a test uses. A test passes when it raises nothing. Its outputs are made here: what it
+printed, and on failure one error with the message and no traceback, so no hidden line is ever shown and nothing the
+kernel printed can be read as a score by nbgrader's determine_grade.
 """
 
 import ast
@@ -22,25 +22,27 @@ import os
 import re
 import sys
 import sysconfig
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
 import perfaudit
 from perfaudit.autograde import made_up
-from perfaudit.autograde.channel import KernelGone, ReadLater, StudentError
+from perfaudit.autograde.channel import KernelChannel, KernelGone, ReadLater, StudentError
 
 MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
 
 
-def is_test(cell):
+def is_test(cell: NotebookNode) -> bool:
     """An autograded test cell: graded code that is not a solution."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def printable(text, limit=MAX_TEXT):
+def printable(text: object, limit: int = MAX_TEXT) -> str:
     """Text from anywhere, safe to show a person: control characters escaped, length capped."""
     text = str(text)
     if len(text) > limit:
@@ -48,7 +50,7 @@ def printable(text, limit=MAX_TEXT):
     return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
-def cell_key(cell, index):
+def cell_key(cell: NotebookNode, index: int) -> str | tuple[str, int]:
     """How the grader knows a cell of the instructor's notebook: its grade id, or (a cell nbgrader does not mark,
     only outside autograde, where the notebook run is the instructor's own) its place."""
     return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id") or ("cell", index)
@@ -63,12 +65,17 @@ class Contract:
     kernel: what the student's code made, or what a locked cell made by calling it (the student's claim, which a
     test reads only beside a check that calls the student's function itself)."""
 
-    def __init__(self, cells):
+    imports: list[ast.Import | ast.ImportFrom]
+    bound_by: dict[str | tuple[str, int], set[str]]
+    made_here: dict[str | tuple[str, int], list[ast.stmt]]
+
+    def __init__(self, cells: list[NotebookNode]) -> None:
         self.imports, self.bound_by, self.made_here, used = [], {}, {}, set()
         for cell in cells:
             if cell.get("cell_type") == "code" and is_test(cell):  # only what some test reads is ever taken
                 used |= {n.id for n in ast.walk(_parse(cell.get("source", ""))) if isinstance(n, ast.Name)}
-        self.order = {}  # cell_key -> its place among the instructor's code cells: cells run in this order
+        # cell_key -> its place among the instructor's code cells: cells run in this order
+        self.order: dict[str | tuple[str, int], int] = {}
         for index, cell in enumerate(cells):
             if cell.get("cell_type") != "code":
                 continue
@@ -92,34 +99,37 @@ class Contract:
                 if made and _bound_names(ast.Module(body=made, type_ignores=[])) & self.bound_by.get(key, set()):
                     self.made_here[key] = made
 
-    def import_into(self, namespace):
+    def import_into(self, namespace: dict[str, Any]) -> None:
         """Run the instructor's imports here, in the grader's namespace."""
-        exec(compile(ast.Module(body=self.imports, type_ignores=[]), "<instructor's imports>", "exec"), namespace)
+        # a list of imports is a list of statements (list is invariant)
+        exec(compile(ast.Module(body=self.imports, type_ignores=[]),  # type: ignore[arg-type]
+                     "<instructor's imports>", "exec"), namespace)
 
-    def make_here(self, key, known):
+    def make_here(self, key: str | tuple[str, int], known: dict[str, Any]) -> dict[str, Any]:
         """{name: value} of what the grader makes itself of cell `key`, by running its statements here with `known`
         (the instructor's imports and what earlier cells' statements made). A path is left to the kernel: the folder
         it names is the one the kernel wrote to."""
-        made = {}
+        made: dict[str, Any] = {}
         exec(compile(ast.Module(body=self.made_here.get(key, []), type_ignores=[]), f"<the instructor's cell {key}>",
                      "exec"), dict(known), made)
         return {name: value for name, value in made.items() if not isinstance(value, os.PathLike)}
 
 
-def _made_from(tree, known):
+def _made_from(tree: ast.Module, known: set[str]) -> list[ast.stmt]:
     """The assignments of a locked cell whose values use only `known` names (the instructor's imports, builtins and
     earlier such values), in order; `known` grows by what they bind."""
-    made = []
+    made: list[ast.stmt] = []
     for node in tree.body:
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             continue
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        if not all(isinstance(target, ast.Name) for target in targets):
+        names = [target.id for target in targets if isinstance(target, ast.Name)]
+        if len(names) != len(targets):
             continue
         used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
         if all(name in known or hasattr(builtins, name) for name in used):
             made.append(node)
-            known |= {target.id for target in targets}
+            known |= set(names)
     return made
 
 
@@ -162,13 +172,15 @@ class StudentNamespace(dict):
     a hook) rebinds or mutates never reaches a test; a name of the contract not taken yet is not defined, and any
     other name is not defined, whatever the kernel holds."""
 
-    def __init__(self, channel, contract):
+    snapshot: dict[str, Any]
+
+    def __init__(self, channel: KernelChannel, contract: Contract) -> None:
         super().__init__(__name__="__main__")
         self.channel, self.contract, self.snapshot = channel, contract, {}
         contract.import_into(self)
         self.known = dict(self)  # the instructor's imports, and what the grader made of the locked cells so far
 
-    def take_snapshot(self, key, ran_after=None):
+    def take_snapshot(self, key: str | tuple[str, int], ran_after: str | tuple[str, int] | None = None) -> None:
         """Take the names the instructor's cell `key` (cell_key) binds, as the kernel holds them now. KernelGone
         propagates; an answer the grader refuses is kept as that error, raised when a test uses the name.
         ran_after: a cell of the instructor's that comes after `key` in the notebook but ran before it (the cell was
@@ -192,7 +204,7 @@ class StudentNamespace(dict):
                 else:
                     self.snapshot[name] = error
 
-    def __missing__(self, name):
+    def __missing__(self, name: str) -> Any:
         if hasattr(builtins, name):
             return getattr(builtins, name)
         if name not in self.contract.names:
@@ -208,12 +220,14 @@ class StudentNamespace(dict):
 # While a test runs, what it may open: folders made for tests, folders read back from the kernel, and the files
 # Python, its packages and the system are made of. Never the course directory (the grader's working folder), a
 # classmate's submission or anything else a path from the student's process could name.
-_open_roots = contextvars.ContextVar("perfaudit_open_roots", default=None)
+_open_roots: contextvars.ContextVar[Callable[[], tuple[str, ...]] | None] = contextvars.ContextVar(
+    "perfaudit_open_roots", default=None)
 
 
 @functools.lru_cache(maxsize=1)
 def _library_roots():
-    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(perfaudit.__file__).parent), *sysconfig.get_paths().values()}
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(perfaudit.__file__).parent),
+             *sysconfig.get_paths().values()}
     found |= {"/usr", "/lib", "/lib64", "/etc", "/proc", "/sys", "/dev"}
     return tuple(sorted({os.path.realpath(p) for p in found}))
 
@@ -240,14 +254,14 @@ sys.addaudithook(_guard_opens)  # a no-op outside run_test
 _GRADER_FOLDERS = re.compile(r"/\S*?perfaudit-(?:verdicts|check)-[^/\s]+(?:/read-back-[^/\s]+)?")
 
 
-def error_output(ename, evalue):
+def error_output(ename: object, evalue: object) -> NotebookNode:
     """An error output for students: no traceback, no path of the grader's (a folder a test made is "<folder>")."""
     evalue = _GRADER_FOLDERS.sub("<folder>", str(evalue))
     ename, evalue = printable(ename, 100) or "Error", printable(evalue) or NO_MESSAGE
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_test(source, namespace, unfilled=()):
+def run_test(source: str, namespace: StudentNamespace, unfilled: Sequence[str] = ()) -> list[NotebookNode]:
     """The outputs of one test cell run here. KernelGone propagates: the notebook stops there. `unfilled`: grade ids
     of solution cells not filled in yet, named first in a failure's message (the likely reason)."""
     printed = io.StringIO()
@@ -260,7 +274,8 @@ def run_test(source, namespace, unfilled=()):
         with contextlib.redirect_stdout(printed):
             exec(compile(tree, "<test cell>", "exec"), namespace)
             if last is not None:
-                value = eval(compile(ast.Expression(last.value), "<test cell>", "eval"), namespace)
+                value = eval(compile(ast.Expression(last.value), "<test cell>", "eval"),  # type: ignore[attr-defined]
+                             namespace)  # last: an ast.Expr, as checked above
                 if value is not None:
                     print(repr(value))  # shown as text: a value is never read as a score
     except KernelGone:
@@ -278,7 +293,7 @@ def run_test(source, namespace, unfilled=()):
         failure.evalue = printable(f"fill in the cell{'s' if len(unfilled) > 1 else ''} {cells} first (not filled in "
                                    f"yet: NotImplementedError). {failure.evalue}")
         failure.traceback = [f"{failure.ename}: {failure.evalue}"]
-    outputs = []
+    outputs: list[NotebookNode] = []
     if printed.getvalue():
         outputs.append(NotebookNode(output_type="stream", name="stdout", text=printable(printed.getvalue())))
     return outputs + ([failure] if failure is not None else [])

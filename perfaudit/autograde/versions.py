@@ -27,14 +27,14 @@ _PIN = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([
 _PYTHON_IN_COMMENT = re.compile(r"#.*\bPython\s+(\d+(?:\.\d+){0,2})\b", re.IGNORECASE)
 
 
-def normalized(name):
+def normalized(name: str) -> str:
     """A distribution name as pip compares them (PEP 503): Jinja2 == jinja2, typing_extensions == typing-extensions."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def graded_with():
+def graded_with() -> dict[str, str | None]:
     """{"python", "jax", "jaxlib", "numpy", "nbgrader"}: their versions in this interpreter (None: not installed)."""
-    found = {"python": platform.python_version()}
+    found: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
         try:
             found[name] = metadata.version(name)
@@ -43,13 +43,13 @@ def graded_with():
     return found
 
 
-def pinned(requirements_path=REQUIREMENTS):
+def pinned(requirements_path: str | Path = REQUIREMENTS) -> dict[str, str]:
     """{normalized name: version} for every exact pin `name==version` in a requirements file.
 
     Python's version, which pip cannot pin, comes from the first comment naming it ("Python 3.11") when there is
     one, under "python"; without such a comment Python is left out (and never reported as drift).
     """
-    pins = {}
+    pins: dict[str, str] = {}
     for line in Path(requirements_path).read_text().splitlines():
         python = _PYTHON_IN_COMMENT.search(line)
         if python and "python" not in pins:
@@ -66,7 +66,7 @@ def _matches(name, found, pin):
     return found == pin
 
 
-def drift(found, pins, source=REQUIREMENTS.name):
+def drift(found: dict[str, str | None], pins: dict[str, str], source: str = REQUIREMENTS.name) -> list[str]:
     """One sentence per package whose version here differs from its pin; packages without a pin are left out."""
     sentences = []
     for name, version in found.items():
@@ -80,7 +80,7 @@ def drift(found, pins, source=REQUIREMENTS.name):
     return sentences
 
 
-def check(requirements_path=REQUIREMENTS):
+def check(requirements_path: str | Path = REQUIREMENTS) -> tuple[dict[str, str | None], list[str]]:
     """(versions graded with, drift sentences): what a grading run prints and records."""
     found = graded_with()
     path = Path(requirements_path)
@@ -89,18 +89,18 @@ def check(requirements_path=REQUIREMENTS):
     return found, drift(found, pinned(path), source=path.name)
 
 
-def summary_lines(found, drifts):
+def summary_lines(found: dict[str, str | None], drifts: list[str]) -> list[str]:
     """'Graded with: python 3.11.7, jax 0.10.2, ...' and one 'WARNING: ...' line per drift."""
     listed = ", ".join(f"{name} {version or 'not installed'}" for name, version in found.items())
     return [f"Graded with: {listed}"] + [f"WARNING: {sentence}" for sentence in drifts]
 
 
-def record_path(db_url, autograded_dir):
+def record_path(db_url: str, autograded_dir: str | Path | None) -> Path:
     """Where a run's versions are recorded: beside a sqlite gradebook file, else in the batch state folder."""
     return statefolder.beside_gradebook(db_url, autograded_dir, RECORD_SUFFIX, "versions.json")
 
 
-def record(path, found, drifts, students_graded):
+def record(path: str | Path, found: dict[str, str | None], drifts: list[str], students_graded: int) -> Path:
     """Append this run to the record at path (a JSON list of runs, newest last), written atomically."""
     path = Path(path)
     runs = json.loads(path.read_text()) if path.exists() else []

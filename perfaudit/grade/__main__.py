@@ -29,7 +29,7 @@ except ImportError as missing:  # the grader's own Python lacks a package: say s
     sys.exit(2)
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = command_line()
     args = parser.parse_args(argv)
     if args.export in ("canvas", "moodle") and not args.roster:
@@ -37,7 +37,7 @@ def parse(argv):
     return args
 
 
-def command_line():
+def command_line() -> argparse.ArgumentParser:
     """The command's options (tests/test_docs_commands.py checks every option the docs show against it)."""
     parser = argparse.ArgumentParser(prog="python -m perfaudit.grade", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
@@ -58,7 +58,8 @@ def command_line():
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first (the summary says so)")
     parser.add_argument("--feedback-only", action="store_true", help="grade nobody: write every student's feedback "
-                        "again from the gradebook (after manual grading in Formgrader) and the last --export to each LMS again")
+                        "again from the gradebook (after manual grading in Formgrader) and the last --export to each "
+                        "LMS again")
     lms = parser.add_argument_group("reports and exports (no grading: they read the gradebook, autograded/ and "
                                     "feedback/)")
     lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "
@@ -75,7 +76,7 @@ def command_line():
     return parser
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if coursedir.not_a_course(args.course_dir):
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)

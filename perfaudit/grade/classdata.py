@@ -10,8 +10,10 @@ Messages come from submissions (a student's exception can say anything): whoever
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nbgrader.api import (Assignment, Grade, GradeCell, MissingEntry, Notebook, Student, SubmittedAssignment,
                           SubmittedNotebook)
@@ -34,37 +36,40 @@ class GradedCell:
     points: float
 
     @property
-    def key(self):
+    def key(self) -> str:
         return f"{self.notebook}/{self.name}"
 
 
 @dataclass
 class ClassData:
-    tests: list = field(default_factory=list)  # [GradedCell] in notebook order
-    scores: dict = field(default_factory=dict)  # {student: {test key: score}}
-    messages: dict = field(default_factory=dict)  # {student: {test key: message}}, failed tests only
-    not_graded: dict = field(default_factory=dict)  # {student: {notebook: reason}}: no autograded notebook
+    tests: list[GradedCell] = field(default_factory=list)  # [GradedCell] in notebook order
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)  # {student: {test key: score}}
+    # {student: {test key: message}}, failed tests only
+    messages: dict[str, dict[str, str]] = field(default_factory=dict)
+    # {student: {notebook: reason}}: no autograded notebook
+    not_graded: dict[str, dict[str, str]] = field(default_factory=dict)
 
-    def notebooks(self):
+    def notebooks(self) -> dict[str, float]:
         """{notebook: maximum} in notebook order."""
-        found = {}
+        found: dict[str, float] = {}
         for test in self.tests:
             found[test.notebook] = found.get(test.notebook, 0) + test.points
         return found
 
-    def notebook_score(self, student, notebook):
+    def notebook_score(self, student: str, notebook: str) -> float:
         return sum(self.scores[student].get(t.key, 0) for t in self.tests if t.notebook == notebook)
 
-    def total(self, student):
+    def total(self, student: str) -> float:
         return sum(self.scores[student].get(t.key, 0) for t in self.tests)
 
 
-def cause(message):
+def cause(message: str) -> str:
     """The message with its numbers stripped: students failing for the same reason share it."""
     return NUMBER.sub("#", message)
 
 
-def read(url, course_id, assignment, autograded, students=None):
+def read(url: str, course_id: str, assignment: str, autograded: str | Path,
+         students: Iterable[str] | None = None) -> ClassData:
     """ClassData for every student with a submission (or only `students`) of the assignment (course_id: unused,
     nbgrader keeps one course per gradebook)."""
     autograded = Path(autograded)
@@ -141,7 +146,7 @@ def _failures(path, notebook):
     return found, worth
 
 
-def one_message(output):
+def one_message(output: dict[str, Any]) -> str:
     """'AssertionError: workload(A) should be ...': the error's name and first line, cut to MESSAGE_CHARS."""
     value = (output.get("evalue") or "").strip().splitlines()
     text = f"{output.get('ename') or 'Error'}: {value[0]}" if value else str(output.get("ename") or "Error")

@@ -20,6 +20,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from typing import Any, TextIO
 
 from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
@@ -28,6 +29,7 @@ from sqlalchemy.engine import make_url
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde import statefolder
 from perfaudit.grade import classdata, items, records, regrade
+from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line
 
 REPORTS_DIR = "reports"  # in the course directory
@@ -55,7 +57,9 @@ document.querySelectorAll("table.sortable th").forEach((th) => th.addEventListen
   const up = th.getAttribute("aria-sort") !== "ascending";
   table.querySelectorAll("th").forEach((h) => h.removeAttribute("aria-sort"));
   th.setAttribute("aria-sort", up ? "ascending" : "descending");
-  const key = (row) => { const c = row.children[at]; return c.dataset.value !== undefined ? parseFloat(c.dataset.value) : c.textContent; };
+  const key = (row) => {
+    const c = row.children[at]; return c.dataset.value !== undefined ? parseFloat(c.dataset.value) : c.textContent;
+  };
   const rows = [...table.tBodies[0].rows].sort((a, b) => {
     const x = key(a), y = key(b);
     if (typeof x === "number" || typeof y === "number") {
@@ -73,7 +77,7 @@ class Cell(str):
     """A table cell already made of escaped HTML (<td ...>...</td>); any other value is text, escaped by _table."""
 
 
-def e(text):
+def e(text: object) -> str:
     """Any text as HTML: one printable line (escape.one_line), then escaped."""
     return html.escape(one_line(text), quote=True)
 
@@ -98,7 +102,7 @@ def _table(header, rows, table_id=None, sortable=True):
     return f"<table{attributes}><thead><tr>{head}</tr></thead><tbody>\n{body}</tbody></table>"
 
 
-def histogram(title, scores, maximum):
+def histogram(title: str, scores: list[float], maximum: float) -> str:
     """A histogram of scores as a PNG data: URI (one bar per point when the maximum is small)."""
     figure = Figure(figsize=(3.6, 2.4), dpi=100)
     axes = figure.subplots()
@@ -109,7 +113,7 @@ def histogram(title, scores, maximum):
     axes.set_xlabel(f"points (of {maximum:g})", fontsize=8)
     axes.set_ylabel("students", fontsize=8)
     axes.tick_params(labelsize=7)
-    axes.yaxis.get_major_locator().set_params(integer=True)
+    axes.yaxis.get_major_locator().set_params(integer=True)  # type: ignore[call-arg]  # a MaxNLocator's
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
@@ -174,7 +178,7 @@ def _regrade_section(reports_dir):
     if found is None:
         return head + "<p>No regrade has changed a score.</p>"
     path, rows = found
-    students = {}
+    students: dict[str, set[str]] = {}
     for row in rows:
         students.setdefault(row["direction"], set()).add(row["student"])
     said = ", ".join(f"{len(s)} {direction}" for direction, s in sorted(students.items()))
@@ -220,7 +224,8 @@ def _not_graded_section(data, state_dir):
                    else "<p>Everyone was graded.</p>")
 
 
-def render(data, analysed, newest_records, reports_dir, state_dir, source):
+def render(data: ClassData, analysed: list[items.Item], newest_records: dict[tuple[str, str], dict[str, Any]],
+           reports_dir: Path, state_dir: Path, source: str) -> str:
     maximum = sum(data.notebooks().values())
     sections = [_distribution_section(data), _tests_section(analysed), _failures_section(analysed),
                 _regrade_section(reports_dir), _time_section(data, newest_records),
@@ -237,7 +242,7 @@ def render(data, analysed, newest_records, reports_dir, state_dir, source):
             f"<nav>{nav}</nav>\n" + "\n".join(sections) + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-def build(course_dir, url, course_id, autograded):
+def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Path) -> tuple[Path, float]:
     """Write reports/class-report.html; return (its path, seconds it took)."""
     started = time.monotonic()
     course_dir, autograded = Path(course_dir), Path(autograded)
@@ -255,7 +260,8 @@ def build(course_dir, url, course_id, autograded):
     return path, time.monotonic() - started
 
 
-def after_run(course_dir, url, course_id, autograded, batch, before, when, out):
+def after_run(course_dir: str | Path, url: str, course_id: str, autograded: str | Path, batch: Any,
+              before: ClassData | None, when: str, out: TextIO) -> None:
     """After a grading run: who it could not grade (kept for the report), the regrade diff, the class report."""
     course_dir, state_dir = Path(course_dir), statefolder.folder(autograded)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -275,7 +281,7 @@ def after_run(course_dir, url, course_id, autograded, batch, before, when, out):
     print(f"Class report: {path} (built in {seconds:.1f} s)", file=out)
 
 
-def build_for(course_dir, db_url=None):
+def build_for(course_dir: str | Path, db_url: str | None = None) -> tuple[Path, float]:
     """--report: the page for a course directory, from its gradebook (nbgrader_config.py's, or db_url)."""
     from perfaudit.grade.export import course_directory
     from perfaudit.grade.worker import venv_first_on_path

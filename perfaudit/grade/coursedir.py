@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 
-def not_a_course(course_dir):
+def not_a_course(course_dir: str | os.PathLike[str]) -> str | None:
     """Why course_dir is not a course directory, in one line for the instructor; None when it is one."""
     if (Path(course_dir) / "nbgrader_config.py").is_file():
         return None
@@ -14,7 +14,7 @@ def not_a_course(course_dir):
             "course directory, or name it with --course-dir.")
 
 
-def nbgrader(*args, course_dir):
+def nbgrader(*args: str, course_dir: str | os.PathLike[str]) -> str:
     """Run `nbgrader ARGS` in course_dir; raise with nbgrader's own output when it fails."""
     env = dict(os.environ)
     # nbgrader calls the `alembic` command: it must find the one beside this Python.

@@ -16,10 +16,10 @@ from perfaudit.grade.escape import one_line
 
 @dataclass
 class Diagnosis:
-    gradable: list = field(default_factory=list)  # notebook names nbgrader can grade
-    reasons: dict = field(default_factory=dict)  # {notebook name: [problems found]}
+    gradable: list[str] = field(default_factory=list)  # notebook names nbgrader can grade
+    reasons: dict[str, list[str]] = field(default_factory=dict)  # {notebook name: [problems found]}
 
-    def add(self, notebook, reason):
+    def add(self, notebook: str, reason: str) -> None:
         self.reasons.setdefault(notebook, []).append(reason)
 
 
@@ -60,7 +60,7 @@ def _cell_problems(nb, expected_ids):
     return problems
 
 
-def diagnose(folder, expected):
+def diagnose(folder: str | Path, expected: dict[str, list[str]]) -> Diagnosis:
     """Diagnose submitted/<student>/<assignment>/ against {notebook name: grade ids of its graded cells}."""
     folder = Path(folder)
     found = {p.stem: p for p in folder.glob("*.ipynb")} if folder.is_dir() else {}
@@ -108,11 +108,11 @@ def diagnose(folder, expected):
 
 def _misnamed(unknown, expected):
     """{expected notebook: file name} for files under another name that hold cells only that notebook has."""
-    owners = {}
+    owners: dict[str, set[str]] = {}
     for name, ids in expected.items():
         for grade_id in ids:
             owners.setdefault(grade_id, set()).add(name)
-    found = {}
+    found: dict[str, str] = {}
     for stem, path in sorted(unknown.items()):
         nb, _ = _read(path)
         if nb is None:

@@ -15,12 +15,17 @@ that number defaults to 2 (Dask's own default is 3), and a worker takes one task
 import json
 import logging
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import dask
 from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
+
+if TYPE_CHECKING:
+    from distributed import Worker
 
 # Defaults only: a Dask configuration file or DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES still wins.
 dask.config.update_defaults({"distributed": {"scheduler": {"allowed-failures": 2, "worker-saturation": 1.0}}})
@@ -39,7 +44,7 @@ class SchedulerUnreachable(RuntimeError):
     """--scheduler names a cluster that cannot be reached: nothing was graded."""
 
 
-def scheduler_address(scheduler):
+def scheduler_address(scheduler: str) -> str:
     """The address from `tcp://host:port`, `host:port` or a scheduler file's path."""
     if "://" in scheduler:
         return scheduler
@@ -54,7 +59,7 @@ def scheduler_address(scheduler):
     raise SchedulerUnreachable(f"no scheduler file at {scheduler} (and it is not an address like tcp://host:8786)")
 
 
-def probe(address):
+def probe(address: str) -> None:
     """Fail at once, with the reason, when nothing listens at the address (Dask's client would retry for a while)."""
     parts = urlsplit(address)
     if parts.scheme not in ("tcp", "tls"):
@@ -75,17 +80,17 @@ class OutputToLog(WorkerPlugin):
 
     name = "perfaudit-output-to-log"
 
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = str(path)
 
-    def setup(self, worker):
+    def setup(self, worker: "Worker") -> None:
         from perfaudit.grade.worker import output_to_log
 
         output_to_log(self.path)
 
 
 @contextmanager
-def cluster(scheduler=None, workers=1, log=None):
+def cluster(scheduler: str | None = None, workers: int = 1, log: str | Path | None = None) -> Iterator[Client]:
     """A connected distributed.Client: to `scheduler`, or to an embedded local cluster of `workers` processes."""
     if scheduler:
         address = scheduler_address(scheduler)
@@ -107,7 +112,7 @@ def cluster(scheduler=None, workers=1, log=None):
             yield client
 
 
-def allowed_failures(client):
+def allowed_failures(client: Client) -> int:
     return client.run_on_scheduler(_allowed_failures)
 
 
@@ -115,7 +120,7 @@ def _allowed_failures(dask_scheduler):
     return dask_scheduler.allowed_failures
 
 
-def describe(client):
+def describe(client: Client) -> str:
     """One line: where grading runs, and how often a submission whose grading kills its worker is tried."""
     info = client.scheduler_info(n_workers=-1)
     workers = info["workers"].values()

@@ -2,8 +2,9 @@
 
 Grading the instructor's solutions and the untouched release through the pipeline takes minutes on a busy machine;
 its verdict depends only on what grades: the course package, source/ and the release, nbgrader_config.py and the
-run's settings, requirements-cpu.txt and the installed versions, the Python, JAX_* and XLA_FLAGS, and the sandbox. Their digest is the
-environment's fingerprint. A passed check is kept beside the gradebook (gradebook.db.environment.json; with
+run's settings, requirements-cpu.txt and the installed versions, the Python, JAX_* and XLA_FLAGS, and the sandbox.
+Their digest is the environment's fingerprint. A passed check is kept beside the gradebook
+(gradebook.db.environment.json; with
 PostgreSQL autograded/.batch-grading/environment.json) and a run whose fingerprint matches says "passed earlier for
 this environment (fingerprint ...)"; any change runs it again before anyone is graded. A Dask cluster's workers
 (--scheduler) are other machines the fingerprint cannot see: they still check for themselves. The fingerprint and
@@ -11,7 +12,11 @@ the record are perfaudit/autograde/envrecord.py's, which plain `nbgrader autogra
 """
 
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
+
+from nbgrader.coursedir import CourseDirectory
 
 from perfaudit.autograde import canary
 from perfaudit.autograde.envrecord import fingerprint, passed_earlier, save
@@ -19,7 +24,7 @@ from perfaudit.autograde.execute import TrustedExecute
 from perfaudit.grade import worker
 
 
-def check(course_dir, notebooks, settings):
+def check(course_dir: str | Path, notebooks: Iterable[str], settings: dict[str, Any]) -> float:
     """Run the canary on every notebook in this process; GradingEnvironmentError when one fails. Seconds taken."""
     started = time.monotonic()
     config = worker.course_config(course_dir, settings)
@@ -28,7 +33,8 @@ def check(course_dir, notebooks, settings):
     return time.monotonic() - started
 
 
-def once(course_dir, coursedir, assignment, notebooks, settings, record):
+def once(course_dir: str | Path, coursedir: CourseDirectory, assignment: str, notebooks: Iterable[str],
+         settings: dict[str, Any], record: str | Path) -> str:
     """Check the environment unless this fingerprint passed before; the sentence for the summary."""
     print_ = fingerprint(course_dir, coursedir, assignment, settings)
     earlier = passed_earlier(record, print_)

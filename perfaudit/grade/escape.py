@@ -19,7 +19,7 @@ LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # shown escaped (\\n), nev
 _BLANK_RUN = re.compile(f"(?:[^\\S{LINE_BREAKS}]|[{INVISIBLE}])+")
 
 
-def one_line(text, limit=MAX_CHARS):
+def one_line(text: object, limit: int = MAX_CHARS) -> str:
     """Text from anywhere as one printable line: nothing in it can pose as a line of the tool's own."""
     text = _BLANK_RUN.sub(" ", str(text)).strip(" ")
     cut = len(text) - limit

@@ -21,8 +21,10 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Container
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
@@ -43,10 +45,10 @@ LAST = ".last-export.json"  # under exports/: what the last --export to each LMS
 class Export:
     grades: Path
     feedback: Path | None
-    lines: list = field(default_factory=list)  # what the instructor should read
+    lines: list[str] = field(default_factory=list)  # what the instructor should read
 
 
-def course_directory(course_dir, db_url=None):
+def course_directory(course_dir: str | Path, db_url: str | None = None) -> CourseDirectory:
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
     config.CourseDirectory.root = str(course_dir)
     if db_url:
@@ -54,7 +56,7 @@ def course_directory(course_dir, db_url=None):
     return CourseDirectory(config=config)
 
 
-def final_grades(db_url, course_id):
+def final_grades(db_url: str, course_id: str) -> dict[str, tuple[float, float]]:
     """{student: (total after the late penalty, maximum)} for the assignment, from the gradebook."""
     with Gradebook(db_url, course_id) as gradebook:
         assignment = gradebook.find_assignment(ASSIGNMENT)
@@ -62,7 +64,7 @@ def final_grades(db_url, course_id):
                                  assignment.max_score) for sub in assignment.submissions}
 
 
-def lms_id(student, record):
+def lms_id(student: str, record: dict[str, dict[str, Any]]) -> str | None:
     """The LMS's id of a student: intake's record of it, else the digits after the last underscore."""
     if student in record:
         return record[student]["id"]
@@ -73,7 +75,7 @@ def lms_id(student, record):
 def _by_lms_id(grades, record):
     """({LMS id: student} for ids one graded student has, [lines] for ids several share: exported for none of them,
     so a folder named like a classmate's id never takes the classmate's row)."""
-    owners = {}
+    owners: dict[str | None, list[str]] = {}
     for student in sorted(grades):
         owners.setdefault(lms_id(student, record), []).append(student)
     owners.pop(None, None)
@@ -96,7 +98,8 @@ def _read_roster(path):
     return rows[0], rows[1:]
 
 
-def canvas(roster_path, grades, record, column=None):
+def canvas(roster_path: str | Path, grades: dict[str, tuple[float, float]], record: dict[str, dict[str, Any]],
+           column: str | None = None) -> tuple[str, list[str]]:
     """(CSV text, lines to print) for Canvas's gradebook import."""
     header, rows = _read_roster(roster_path)
     if header[:len(CANVAS_FIXED)] != CANVAS_FIXED:
@@ -129,7 +132,8 @@ def canvas(roster_path, grades, record, column=None):
     return _csv(out), _match_lines(grades, matched, students, lms_maximum, shared)
 
 
-def moodle(roster_path, grades, record):
+def moodle(roster_path: str | Path, grades: dict[str, tuple[float, float]],
+           record: dict[str, dict[str, Any]]) -> tuple[str, list[str]]:
     """(CSV text, lines to print): Moodle's grading worksheet with the Grade column filled in."""
     header, rows = _read_roster(roster_path)
     if not {"Identifier", "Grade", "Maximum Grade"} <= set(header):
@@ -170,14 +174,15 @@ def _csv(rows):
     return text.getvalue()
 
 
-def feedback_name(lms, fields, notebook_stem):
+def feedback_name(lms: str, fields: dict[str, Any], notebook_stem: str) -> str:
     """The name an LMS's bulk upload matches to the student: its download's own prefix, then the notebook."""
     if lms == "canvas":
         return f"{fields['name']}_{fields['id']}_{fields['submission']}_{notebook_stem}-feedback.html"
     return f"{fields['name']}_{fields['id']}_assignsubmission_file_{notebook_stem}-feedback.html"
 
 
-def feedback_bundle(lms, feedback_dir, record, zip_path, held=()):
+def feedback_bundle(lms: str, feedback_dir: str | Path, record: dict[str, dict[str, Any]], zip_path: str | Path,
+                    held: Container[str] = ()) -> list[str]:
     """Zip every student's feedback HTML named for the LMS, but those `held` (needs you); return lines to print."""
     bundled, left_out = 0, []
     with zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
@@ -198,7 +203,8 @@ def feedback_bundle(lms, feedback_dir, record, zip_path, held=()):
     return lines
 
 
-def export(lms, course_dir, roster, column=None, db_url=None, out_dir=None):
+def export(lms: str, course_dir: str | Path, roster: str | Path, column: str | None = None, db_url: str | None = None,
+           out_dir: str | Path | None = None) -> Export:
     """Write exports/<lms>-grades.csv and exports/<lms>-feedback.zip; return the Export."""
     coursedir = course_directory(Path(course_dir).resolve(), db_url)
     grades = final_grades(coursedir.db_url, coursedir.course_id)
@@ -231,12 +237,12 @@ def _remembered(course_dir):
     return [found] if isinstance(found, dict) else found  # a dict: the one export an older version remembered
 
 
-def exports_made(course_dir):
+def exports_made(course_dir: str | Path) -> list[tuple[str, Path, str | None]]:
     """[(lms, roster, column)] of the last --export to each LMS in this course, Canvas before Moodle."""
     return [(entry["lms"], Path(entry["roster"]), entry["column"]) for entry in _remembered(course_dir)]
 
 
-def export_again(course_dir, db_url=None):
+def export_again(course_dir: str | Path, db_url: str | None = None) -> list[str]:
     """Every LMS export made in this course written again from the gradebook; the lines to print."""
     lines = []
     for lms, roster, column in exports_made(course_dir):

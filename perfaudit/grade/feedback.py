@@ -17,7 +17,7 @@ from perfaudit.grade import export, gradebook, intake, task, worker
 from perfaudit.grade.escape import one_line
 
 
-def refresh(course_dir, db_url=None):
+def refresh(course_dir: str | Path, db_url: str | None = None) -> tuple[list[str], list[str], list[str]]:
     """Rewrite every graded student's feedback and each LMS export made; return (changed, failed, lines to print)."""
     worker.venv_first_on_path()
     course_dir = Path(course_dir).resolve()
@@ -39,7 +39,7 @@ def refresh(course_dir, db_url=None):
     return changed, failed, lines + export.export_again(course_dir, db_url)
 
 
-def stamp_for_release(submitted, *folders):
+def stamp_for_release(submitted: str | Path, *folders: str | Path) -> None:
     """nbgrader's release_feedback reads timestamp.txt and submission_secret.txt beside each feedback page, as its
     collect (and intake) leave them in submitted/; a folder placed there by hand has neither. Give each of `folders`
     (autograded/ and feedback/ of the student; submitted/ is never written) the ones it lacks: the newest submitted

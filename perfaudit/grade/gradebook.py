@@ -8,21 +8,24 @@ against the manual scores the course gradebook holds.
 """
 
 import sqlite3
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
+from typing import Any
 
-from nbgrader.api import Base, Gradebook
+from nbgrader.api import Base, Gradebook, SubmittedAssignment
 from sqlalchemy import create_engine, insert, inspect, select, text
 
 # What a scratch gradebook needs of the course's gradebook: the assignment's definition, no student data.
 SUBMISSION_TABLES = {"student", "submitted_assignment", "submitted_notebook", "grade", "comment"}
 
 
-def sqlite_url(path):
+def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{path}"
 
 
-def make_template(course_url, template_path, course_id):
+def make_template(course_url: str, template_path: str | Path, course_id: str) -> None:
     """Write a sqlite gradebook holding the course gradebook's definitions only (any SQLAlchemy URL)."""
     source, target = create_engine(course_url), create_engine(sqlite_url(template_path))
     with source.connect() as read:
@@ -48,19 +51,19 @@ def make_template(course_url, template_path, course_id):
     target.dispose()
 
 
-def copy_template(template_path, scratch_path):
+def copy_template(template_path: str | Path, scratch_path: str | Path) -> None:
     """A consistent file copy through sqlite's backup API."""
     with sqlite3.connect(template_path) as src, sqlite3.connect(scratch_path) as dst:
         src.backup(dst)
 
 
 @contextmanager
-def opened(url, course_id):
+def opened(url: str, course_id: str) -> Iterator[Gradebook]:
     with Gradebook(url, course_id) as gradebook:
         yield gradebook
 
 
-def read_submission(scratch_url, course_id, assignment, student):
+def read_submission(scratch_url: str, course_id: str, assignment: str, student: str) -> dict[str, Any]:
     """One student's autograde results in a scratch gradebook, as plain data (what a grading task returns).
 
     {"timestamp": ISO text or None, "notebooks": {notebook: {"late_submission_penalty": x,
@@ -81,7 +84,8 @@ def read_submission(scratch_url, course_id, assignment, student):
         }
 
 
-def apply_submission(course_gb, assignment, student, results):
+def apply_submission(course_gb: Gradebook, assignment: str, student: str,
+                     results: dict[str, Any]) -> SubmittedAssignment:
     """Write one student's results (read_submission's plain data) into the course gradebook."""
     timestamp = datetime.fromisoformat(results["timestamp"]) if results["timestamp"] else None
     course_gb.update_or_create_student(student)
@@ -100,7 +104,7 @@ def apply_submission(course_gb, assignment, student, results):
     return target
 
 
-def record_empty(course_gb, assignment, student):
+def record_empty(course_gb: Gradebook, assignment: str, student: str) -> None:
     """A student with nothing gradable still gets a submission in the gradebook, scored 0."""
     course_gb.update_or_create_student(student)
     submission = course_gb.update_or_create_submission(assignment, student)
@@ -111,7 +115,7 @@ def record_empty(course_gb, assignment, student):
     course_gb.db.commit()
 
 
-def scores(course_gb, assignment):
+def scores(course_gb: Gradebook, assignment: str) -> dict[str, dict[str, tuple[float, float]]]:
     """{student: {notebook: (score, max_score)}}: the score as the gradebook gives it, manual grades and extra credit
     included, less nbgrader's late penalty (what export.final_grades and the LMS get)."""
     return {
@@ -120,14 +124,15 @@ def scores(course_gb, assignment):
     }
 
 
-def totals(course_gb, assignment):
+def totals(course_gb: Gradebook, assignment: str) -> dict[str, float]:
     """{student: total after the late penalty}."""
-    return {student: sum(score for score, _ in found.values()) for student, found in scores(course_gb, assignment).items()}
+    return {student: sum(score for score, _ in found.values())
+            for student, found in scores(course_gb, assignment).items()}
 
 
-def penalties(course_gb, assignment):
+def penalties(course_gb: Gradebook, assignment: str) -> dict[str, dict[str, tuple[float, float]]]:
     """{student: {notebook: late penalty taken}} for the notebooks nbgrader's LateSubmissionPlugin took points from."""
-    found = {}
+    found: dict[str, dict[str, tuple[float, float]]] = {}
     for sub in course_gb.find_assignment(assignment).submissions:
         for nb in sub.notebooks:
             if nb.late_submission_penalty:
@@ -135,7 +140,7 @@ def penalties(course_gb, assignment):
     return found
 
 
-def pass_counts(course_gb, assignment):
+def pass_counts(course_gb: Gradebook, assignment: str) -> list[tuple[str, str, float, int, int]]:
     """[(notebook, test grade id, points, students who got full points, students graded)] in notebook order."""
     counts = []
     for nb in course_gb.find_assignment(assignment).notebooks:
@@ -148,7 +153,7 @@ def pass_counts(course_gb, assignment):
     return counts
 
 
-def name_students(course_gb, lms_record):
+def name_students(course_gb: Gradebook, lms_record: dict[str, dict[str, Any]]) -> None:
     """Give students the LMS's name (Formgrader lists "last, first"; without one it shows "None, None"). Moodle's
     "Jane Doe" -> Jane / Doe; Canvas's download gives only "doejane", kept as the last name. A name set before (by
     the instructor, in Formgrader) is kept."""

@@ -38,9 +38,11 @@ import re
 import secrets
 import stat
 import zipfile
+from collections.abc import Container
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from perfaudit.autograde.submission import MAX_FILE_BYTES
 from perfaudit.grade import names
@@ -64,14 +66,17 @@ class NotPlaced(ValueError):
 
 @dataclass
 class Intake:
-    placed: dict = field(default_factory=dict)  # {student: [file names placed in submitted/]}
-    unattributed: list = field(default_factory=list)  # [(entry in the download, why)]
-    students: dict = field(default_factory=dict)  # {student: what the LMS said: lms, name, ids, late, submitted_at}
-    resubmitted: dict = field(default_factory=dict)  # {student: (older time, where the older files went)}
-    unchanged: list = field(default_factory=list)  # students whose files an earlier intake placed already
-    late: dict = field(default_factory=dict)  # {student: why late}: the LMS's mark, or after the gradebook's due date
+    placed: dict[str, list[str]] = field(default_factory=dict)  # {student: [file names placed in submitted/]}
+    unattributed: list[tuple[str, str]] = field(default_factory=list)  # [(entry in the download, why)]
+    # {student: what the LMS said: lms, name, ids, late, submitted_at}
+    students: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # {student: (older time, where the older files went)}
+    resubmitted: dict[str, tuple[str, str]] = field(default_factory=dict)
+    unchanged: list[str] = field(default_factory=list)  # students whose files an earlier intake placed already
+    # {student: why late}: the LMS's mark, or after the gradebook's due date
+    late: dict[str, str] = field(default_factory=dict)
 
-    def report(self):
+    def report(self) -> str:
         """What intake did, for the terminal: every name from the download escaped, one line each."""
         files = sum(map(len, self.placed.values()))
         lines = [f"intake: {files} file{'' if files == 1 else 's'} for {len(self.placed)} "
@@ -142,6 +147,7 @@ def _open_zip(path):
 def _clear_false_utf8_marks(data):
     """The zip's bytes with the UTF-8 mark cleared in the central directory on each entry whose name is not UTF-8
     (zipfile then reads that name as cp437), and the raw names of those entries."""
+    found: list[bytes]
     data, found = bytearray(data), []
     end = data.rfind(b"PK\x05\x06")
     if end < 0:
@@ -170,7 +176,7 @@ def _is_utf8(raw):
     return True
 
 
-def lms_fields(entry, notebooks):
+def lms_fields(entry: str, notebooks: Container[str]) -> dict[str, Any]:
     """What an entry's name says: student id, notebook name, and the LMS's own fields; NotPlaced says why not.
 
     Only the LMS writes the start of a name: Canvas's prefix, Moodle's prefix or participant folder at the top of
@@ -196,7 +202,8 @@ def lms_fields(entry, notebooks):
                         "LMS's files are inside another folder, give intake that folder)")
     else:  # a flat name: the two prefixes cannot both fit (Canvas's id is followed by digits, Moodle's by a word)
         matches = [(lms, p.match(parts[0])) for lms, p in (("moodle", MOODLE), ("canvas", CANVAS))]
-        lms, found = next(((lms, m) for lms, m in matches if m and m["file"]), (None, None))
+        lms, found = next(((lms, m) for lms, m in matches if m and m["file"]),  # type: ignore[assignment]
+                          (None, None))  # None: refused just below
         if found is None:
             raise NotPlaced("the name fits neither Canvas's nor Moodle's pattern")
         filename = found["file"]
@@ -229,7 +236,8 @@ def _identity(fields):
     return fields["lms"], fields["name"], fields["id"]
 
 
-def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None):
+def sort_into_submitted(download: str | Path, submitted_dir: str | Path, assignment: str, notebooks: Container[str],
+                        due: datetime | None = None) -> Intake:
     """Copy an LMS download's notebooks into submitted/; return what went where and what could not be placed.
 
     due: the gradebook's due date (a naive UTC datetime) or None: a student who submitted after it is reported
@@ -238,6 +246,9 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None
     intake = Intake()
     submitted_dir = Path(submitted_dir)
     earlier = lms_record(submitted_dir)
+    wanted: dict[tuple[str, str], list[tuple[str, Any]]]
+    newest: dict[str, datetime]
+    claims: dict[str, dict[tuple[str, str, str], list[str]]]
     wanted, newest, claims = {}, {}, {}  # claims: {student: {identity: [entries]}}
     for entry, read, stamped, unreadable in _entries(download):
         if entry.rsplit("/", 1)[-1].startswith(".") or "__MACOSX" in entry:
@@ -256,7 +267,8 @@ def sort_into_submitted(download, submitted_dir, assignment, notebooks, due=None
         record["late"] = record["late"] or found["fields"]["late"]
         newest[found["student"]] = max(stamped, newest.get(found["student"], stamped))
     disputed = _disputed(claims, earlier, intake)
-    by_student = {}  # {student: {file name: (entry, read)}}: one file per notebook, the rest reported
+    # {student: {file name: (entry, read)}}: one file per notebook, the rest reported
+    by_student: dict[str, dict[str, tuple[str, Any]]] = {}
     for (student, filename), copies in sorted(wanted.items()):
         if student in disputed:
             continue
@@ -319,7 +331,7 @@ def _digest(contents):
 
 def _notebooks_in(folder):
     """{name: bytes} of the notebooks a student's folder holds now; NotPlaced when one is not a regular file."""
-    found = {}
+    found: dict[str, bytes] = {}
     if not folder.is_dir():
         return found
     for path in sorted(folder.iterdir()):
@@ -410,7 +422,7 @@ def _save_record(submitted_dir, students):
     path.write_text(json.dumps(kept, indent=1, sort_keys=True) + "\n")
 
 
-def lms_record(submitted_dir):
+def lms_record(submitted_dir: str | Path) -> dict[str, dict[str, Any]]:
     """{student: what the LMS said of them} from every intake so far."""
     path = Path(submitted_dir) / RECORD
     return json.loads(path.read_text()) if path.exists() else {}

@@ -10,9 +10,11 @@ its numbers stripped (classdata.cause), with the number of students and one exam
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from perfaudit.grade.classdata import cause
+from perfaudit.grade.classdata import ClassData, cause
 
 DISCRIMINATION = ("point-biserial correlation between passing the test (1/0) and the score on the other tests "
                   "(total minus this test's points)")
@@ -26,14 +28,15 @@ class Item:
     graded: int = 0
     passed: int = 0
     discrimination: float | None = None
-    causes: list = field(default_factory=list)  # [(cause, students, example message)], most students first
+    # [(cause, students, example message)], most students first
+    causes: list[tuple[str, int, str]] = field(default_factory=list)
 
     @property
-    def pass_rate(self):
+    def pass_rate(self) -> float | None:
         return self.passed / self.graded if self.graded else None
 
 
-def point_biserial(passed, rest):
+def point_biserial(passed: Sequence[int], rest: Sequence[float]) -> float | None:
     """Pearson's r between 0/1 and scores (population moments); None when either does not vary."""
     n = len(passed)
     if n < 2:
@@ -47,7 +50,7 @@ def point_biserial(passed, rest):
     return (mean_pass - mean_fail) / spread * math.sqrt(p * (1 - p))
 
 
-def analyse(data):
+def analyse(data: ClassData) -> list[Item]:
     """[Item] in notebook order, from ClassData."""
     students = sorted(data.scores)
     totals = {s: data.total(s) for s in students}
@@ -58,7 +61,7 @@ def analyse(data):
         passed = [1 if data.scores[s][test.key] >= test.points else 0 for s in graded]
         item.graded, item.passed = len(graded), sum(passed)
         item.discrimination = point_biserial(passed, [totals[s] - data.scores[s][test.key] for s in graded])
-        groups = {}
+        groups: dict[str, list[tuple[str, str]]] = {}
         for student, ok in zip(graded, passed):
             message = data.messages.get(student, {}).get(test.key)
             if not ok and message:
@@ -69,7 +72,7 @@ def analyse(data):
     return items
 
 
-def distributions(data):
+def distributions(data: ClassData) -> dict[str, tuple[list[float], float]]:
     """{notebook or "total": (scores of every student, maximum)}."""
     students = sorted(data.scores)
     found = {nb: ([data.notebook_score(s, nb) for s in students], maximum)
@@ -78,7 +81,7 @@ def distributions(data):
     return found
 
 
-def percentile(values, q):
+def percentile(values: Sequence[float], q: float) -> float:
     """The q-th percentile (0-100) by linear interpolation between order statistics."""
     ordered = sorted(values)
     at = (len(ordered) - 1) * q / 100
@@ -86,9 +89,10 @@ def percentile(values, q):
     return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
-def timings(data, newest_records):
+def timings(data: ClassData,
+            newest_records: dict[tuple[str, str], dict[str, Any]]) -> dict[str, tuple[int, float, float, float]]:
     """{notebook: (notebooks timed, median s, 90th percentile s, max s)} from the newest record of each grade."""
-    found = {}
+    found: dict[str, tuple[int, float, float, float]] = {}
     for notebook in data.notebooks():
         seconds = [newest_records[s, notebook]["seconds"] for s in sorted(data.scores)
                    if (s, notebook) in newest_records and notebook not in data.not_graded.get(s, {})]

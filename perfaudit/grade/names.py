@@ -14,7 +14,7 @@ from pathlib import Path
 FORMULA_START = ("=", "+", "-", "@")
 
 
-def problem(name):
+def problem(name: str) -> str | None:
     """Why a file or folder name is refused (it is not UTF-8 text, or holds control characters), or None."""
     if _not_text(name):
         return "its name is not valid UTF-8 text"
@@ -23,7 +23,7 @@ def problem(name):
     return None
 
 
-def student_folder_problem(name):
+def student_folder_problem(name: str) -> str | None:
     """Why a folder of submitted/ cannot be a student id (in the gradebook, grades.csv, the summary), or None."""
     why = problem(name)
     if why is None and name.startswith(FORMULA_START):
@@ -31,7 +31,7 @@ def student_folder_problem(name):
     return why
 
 
-def not_text_inside(folder):
+def not_text_inside(folder: str | Path) -> list[str]:
     """Every path under folder (relative to it) whose name is not valid UTF-8 text; links are not followed.
 
     The batch refuses such a submission; a name with control characters is graded and shown escaped.

@@ -20,23 +20,33 @@ import platform
 import socket
 import time
 from functools import cache
+from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from traitlets.config import Config
 
 from perfaudit.autograde import statefolder
 from perfaudit.autograde import versions
+
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+
+    from perfaudit.autograde.execute import TrustedExecute
+    from perfaudit.autograde.limits import SandboxLimits
 
 FILE = "records.jsonl"
 VOLATILE = ("graded_at", "seconds")  # what differs between two gradings of the same files in one environment
 EXPORTED = "records.jsonl"  # under exports/
 
 
-def sha256(data):
+def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
 @cache
-def package_digest():
+def package_digest() -> str:
     """sha256 of this package's code and data files (names and bytes), as installed where it runs."""
     digest = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
@@ -47,7 +57,7 @@ def package_digest():
 
 
 @cache
-def machine():
+def machine() -> dict[str, Any]:
     """What the grading process runs on and with: called on the worker that grades, so a cluster's are its own."""
     try:
         package = metadata.version("perfaudit")
@@ -60,20 +70,20 @@ def machine():
     }
 
 
-def path_for(autograded_dir):
+def path_for(autograded_dir: str | Path) -> Path:
     return statefolder.folder(autograded_dir) / FILE
 
 
-def tests_digests(course_gb, assignment):
+def tests_digests(course_gb: "Gradebook", assignment: str) -> dict[str, str]:
     """{notebook: sha256 of its cells as the gradebook holds them}: the hidden tests nbgrader puts back to grade."""
-    found = {}
+    found: dict[str, str] = {}
     for nb in course_gb.find_assignment(assignment).notebooks:
         cells = sorted((c.name, c.cell_type, c.locked, c.source) for c in nb.source_cells)
         found[nb.name] = sha256(json.dumps(cells).encode())
     return found
 
 
-def limits_of(limits, execute):
+def limits_of(limits: "SandboxLimits", execute: "TrustedExecute") -> dict[str, Any]:
     """The sandbox's limits (a SandboxLimits) and the time limits (the configured TrustedExecute)."""
     found = {name: getattr(limits, name) for name in sorted(limits.trait_names(config=True))}
     found.update(cell_timeout_s=execute.timeout, notebook_timeout_s=execute.notebook_timeout)
@@ -83,7 +93,8 @@ def limits_of(limits, execute):
 class Recorder:
     """Appends one record per notebook a task graded; built once per run, for the one writer of results."""
 
-    def __init__(self, path, spec, assignment, source_dir, limits, sandbox, tests, maxima):
+    def __init__(self, path: str | Path, spec: dict[str, Any], assignment: str, source_dir: str,
+                 limits: dict[str, Any], sandbox: str, tests: dict[str, str], maxima: dict[str, float]) -> None:
         self.path, self.assignment, self.limits, self.sandbox = Path(path), assignment, limits, sandbox
         self.tests, self.maxima = tests, maxima  # {notebook: digest}, {notebook: points}
         self.config_sha256 = sha256(spec["files"]["nbgrader_config.py"])
@@ -91,9 +102,9 @@ class Recorder:
         self.sources = {name[len(prefix):-len(".ipynb")]: sha256(data) for name, data in spec["files"].items()
                         if name.startswith(prefix) and name.endswith(".ipynb")}
 
-    def records(self, result):
+    def records(self, result: Any) -> list[dict[str, Any]]:
         """The records of one task's GradingResult (plain data from the worker), one per notebook it graded."""
-        found = []
+        found: list[dict[str, Any]] = []
         for notebook, graded in sorted((result.results or {}).get("notebooks", {}).items()):
             if f"{notebook}.ipynb" not in result.autograded:
                 continue  # not graded (missing, malformed): the gradebook holds its zeros, no record
@@ -117,7 +128,7 @@ class Recorder:
             })
         return found
 
-    def write(self, result):
+    def write(self, result: Any) -> None:
         lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records(result))
         if lines:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +136,7 @@ class Recorder:
                 handle.write(lines)
 
 
-def read(path):
+def read(path: str | Path) -> list[dict[str, Any]]:
     """Every record in the file, oldest first ([] when there is none)."""
     path = Path(path)
     if not path.is_file():
@@ -133,12 +144,12 @@ def read(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def latest(records):
+def latest(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """{(student, notebook): the newest record}."""
     return {(r["student"], r["notebook"]): r for r in records}
 
 
-def export(path, graded, out_path):
+def export(path: str | Path, graded: Iterable[tuple[str, str]], out_path: str | Path) -> list[str]:
     """Write the record behind each grade held now (graded: {(student, notebook)} with an autograded notebook) to
     out_path; return the lines to print."""
     graded = set(graded)
@@ -155,7 +166,8 @@ def export(path, graded, out_path):
     return lines
 
 
-def recorder(autograded, spec, course_gb, source_dir, limits, sandbox, config):
+def recorder(autograded: str | Path, spec: dict[str, Any], course_gb: "Gradebook", source_dir: str,
+             limits: "SandboxLimits", sandbox: str, config: Config) -> Recorder:
     """The run's Recorder: what every task of it shares (the definition, the limits, the tests as the gradebook
     holds them), computed once."""
     from perfaudit.autograde.execute import TrustedExecute  # the grader's own time limits, as nbgrader reads them
@@ -167,7 +179,7 @@ def recorder(autograded, spec, course_gb, source_dir, limits, sandbox, config):
                     tests_digests(course_gb, assignment), maxima)
 
 
-def export_course(course_dir, db_url=None, out_dir=None):
+def export_course(course_dir: str | Path, db_url: str | None = None, out_dir: str | Path | None = None) -> list[str]:
     """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
     from nbgrader.api import MissingEntry
 

@@ -8,12 +8,16 @@ theirs is exported.
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perfaudit.grade.diagnose import Diagnosis
 
 REUSES = {"04-integrated-audit": "03-evidence"}  # {notebook: the notebook whose functions it runs}
 NOT_GRADED = "not graded: "
 
 
-def unresolved(work, said):
+def unresolved(work: str | Path, said: dict[str, Any] | None) -> dict[str, str]:
     """{notebook: "not graded: why"} for the student whose submitted folder is `work`, from what intake said of them
     (lms_record's entry, or None)."""
     found = {Path(filename).stem: f"{NOT_GRADED}{why}" for filename, why in ((said or {}).get("refused") or {}).items()
@@ -25,16 +29,16 @@ def unresolved(work, said):
     return found
 
 
-def withhold(diagnosis, refused):
+def withhold(diagnosis: "Diagnosis", refused: dict[str, str]) -> None:
     """Take the refused notebooks out of what is graded; their reasons go where the summary reads them."""
     diagnosis.gradable = [name for name in diagnosis.gradable if name not in refused]
     for notebook, why in sorted(refused.items()):
         diagnosis.reasons[notebook] = [why]  # the only thing to say of a notebook nobody graded
 
 
-def needs_you(submitted, record, assignment):
+def needs_you(submitted: str | Path, record: dict[str, dict[str, Any]], assignment: str) -> dict[str, dict[str, str]]:
     """{student: {notebook: "not graded: why"}} for every student of submitted/ with a refusal not resolved yet."""
-    found = {}
+    found: dict[str, dict[str, str]] = {}
     for student, said in sorted(record.items()):
         refused = unresolved(Path(submitted) / student / assignment, said)
         if refused:

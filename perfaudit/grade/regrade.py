@@ -12,9 +12,11 @@ import io
 import json
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from perfaudit.autograde import statefolder
 from perfaudit.grade import classdata
+from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.names import FORMULA_START
 
 HISTORY = "history"  # in the batch state folder (perfaudit/autograde/statefolder.py)
@@ -23,13 +25,14 @@ COLUMNS = ["student", "direction", "old_total", "new_total", "notebook", "test",
            "old_message", "new_message"]
 
 
-def stamp():
+def stamp() -> str:
     """UTC time, to the millisecond (two runs in one second keep two files), sortable as text."""
     now = datetime.now(timezone.utc)
     return now.strftime("%Y%m%dT%H%M%S") + f".{now.microsecond // 1000:03d}Z"
 
 
-def snapshot(url, course_id, assignment, autograded, students, when):
+def snapshot(url: str, course_id: str, assignment: str, autograded: str | Path, students: list[str],
+             when: str) -> ClassData | None:
     """ClassData of the students about to be graded again (None when there are none), kept on disk first."""
     if not students:
         return None
@@ -43,7 +46,7 @@ def snapshot(url, course_id, assignment, autograded, students, when):
     return before
 
 
-def changes(before, after):
+def changes(before: ClassData, after: ClassData) -> list[dict[str, Any]]:
     """[{column: value}] one per test whose score moved, for each student graded in both."""
     rows = []
     for student in sorted(set(before.scores) & set(after.scores)):
@@ -64,9 +67,9 @@ def changes(before, after):
     return rows
 
 
-def counts(rows):
+def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     """{"up": students, "down": students, "same total": students}."""
-    found = {"up": set(), "down": set(), "same total": set()}
+    found: dict[str, set[str]] = {"up": set(), "down": set(), "same total": set()}
     for row in rows:
         found[row["direction"]].add(row["student"])
     return {direction: len(students) for direction, students in found.items()}
@@ -86,7 +89,7 @@ def _number(text):
         return False
 
 
-def write_csv(reports_dir, when, rows):
+def write_csv(reports_dir: str | Path, when: str, rows: list[dict[str, Any]]) -> Path:
     path = Path(reports_dir) / f"{PREFIX}{when}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = io.StringIO()
@@ -97,7 +100,7 @@ def write_csv(reports_dir, when, rows):
     return path
 
 
-def newest(reports_dir):
+def newest(reports_dir: str | Path) -> tuple[Path, list[dict[str, str]]] | None:
     """(path, rows as text) of the newest regrade CSV, or None."""
     found = sorted(Path(reports_dir).glob(f"{PREFIX}*.csv"))
     if not found:
@@ -106,7 +109,7 @@ def newest(reports_dir):
         return found[-1], list(csv.DictReader(handle))
 
 
-def summary_line(rows, path):
+def summary_line(rows: list[dict[str, Any]], path: Path | None) -> str:
     if not rows:
         return "Regrade: no score changed."
     found = counts(rows)

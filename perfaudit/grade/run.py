@@ -15,8 +15,10 @@ import tempfile
 import uuid
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
@@ -27,6 +29,7 @@ from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submiss
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import (classreport, coursedir, diagnose, engine, envcheck, gradebook, intake, names, records,
                              regrade, summary, task, worker)
+from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
 
@@ -41,7 +44,8 @@ class Options:
     db_url: str | None = None  # default: nbgrader_config.py's, else sqlite gradebook.db in the course
     cell_timeout: int | None = None  # default: nbgrader_config.py's Execute.timeout
     notebook_timeout: int | None = None  # default: nbgrader_config.py's TrustedExecute.notebook_timeout
-    memory_mb: int | None = None  # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
+    # default: nbgrader_config.py's SandboxLimits.memory_mb (a submission's processes together)
+    memory_mb: int | None = None
     feedback: bool = True
     progress: bool = True
     canary: bool = True  # grade the instructor's solutions and the release first; a broken environment stops here
@@ -70,11 +74,11 @@ class Batch:
 class Progress:
     """One line on stderr: counts, elapsed, ETA."""
 
-    def __init__(self, total, enabled):
+    def __init__(self, total: int, enabled: bool) -> None:
         self.total, self.done, self.notebooks, self.enabled = total, 0, 0, enabled and total > 0
         self.started = time.monotonic()
 
-    def step(self, notebooks):
+    def step(self, notebooks: int) -> None:
         self.done += 1
         self.notebooks += notebooks
         if not self.enabled:
@@ -91,7 +95,7 @@ class Progress:
         sys.stderr.flush()
 
 
-def fingerprint(folder):
+def fingerprint(folder: str | Path) -> str:
     """A digest of the submitted files; entries that are not regular files count by name and kind, never read."""
     digest = hashlib.sha256()
     for root, dirs, files in sorted(os.walk(folder)):  # os.walk never follows a linked folder
@@ -141,7 +145,7 @@ def _assignment(course_dir, url, course_id, out):
         return _expected_ids(course_gb), course_gb.find_assignment(ASSIGNMENT).duedate
 
 
-def run(options, out=sys.stdout):
+def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     """Grade every submission in the course directory; print the summary; return the Batch.
 
     Without a working sandbox (here, or on a cluster's workers) this raises SandboxUnavailable before it grades
@@ -224,8 +228,9 @@ def run(options, out=sys.stdout):
     before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)
     if "TrustedExecute.canary" not in settings and not options.scheduler and any(f.gradable for f, _ in todo.values()):
         started = time.monotonic()  # once per environment: a record beside the gradebook (perfaudit/grade/envcheck.py)
-        record = envrecord.record_path(url, autograded)
-        batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings, record)
+        record = envrecord.record_path(url, autograded)  # type: ignore[assignment]  # reused: the record's path
+        batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings,
+                                     record)  # type: ignore[arg-type]  # the path, just above
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started
         summary.say(batch, f"Environment check: {batch.canary}", out)
@@ -250,14 +255,15 @@ def run(options, out=sys.stdout):
     return batch
 
 
-def source_digests(course_dir, coursedir, expected):
+def source_digests(course_dir: str | Path, coursedir: CourseDirectory,
+                   expected: Iterable[str]) -> dict[str, str | None]:
     """{notebook: sha256 of source/<assignment>/<notebook>.ipynb}: its tests, hidden ones included, and points."""
     folder = Path(course_dir) / coursedir.source_directory / ASSIGNMENT
     return {nb: hashlib.sha256((folder / f"{nb}.ipynb").read_bytes()).hexdigest() if (folder / f"{nb}.ipynb").is_file()
             else None for nb in sorted(expected)}
 
 
-def changed_since(record, against):
+def changed_since(record: dict[str, Any], against: dict[str, str | None]) -> list[str]:
     """The notebooks whose source notebook is not the one the student's grade was made against (all of them for a
     grade from before grades recorded it)."""
     before = record.get("against") or {}
@@ -356,7 +362,8 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
             result = future.result()
         except engine.KilledWorker as error:
             writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
-                        f"{error.allowed_failures + 1} times: not tried again (distributed.scheduler.allowed-failures)"))
+                        f"{error.allowed_failures + 1} times: not tried again "
+                        "(distributed.scheduler.allowed-failures)"))
         except Exception as error:  # the grader's own code failed on that worker: never the student's 0
             if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
                 client.cancel(list(futures))
@@ -380,25 +387,26 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
 class _Writer:
     """The batch's side of writing: the one writer (perfaudit/grade/writer.py) and the run's counts and progress."""
 
-    def __init__(self, results, todo, batch, progress):
+    def __init__(self, results: ResultWriter, todo: dict[str, tuple[Diagnosis, str]], batch: Batch,
+                 progress: Progress) -> None:
         self.results, self.todo, self.batch, self.progress = results, todo, batch, progress
-        self.processes = set()  # (host, pid) of every process that graded a student
+        self.processes: set[tuple[str, int]] = set()  # (host, pid) of every process that graded a student
 
-    def submitted_folder(self, student):
+    def submitted_folder(self, student: str) -> Path:
         return self.results.folder(self.results.coursedir.submitted_directory, student)
 
-    def zero(self, student, failures):
+    def zero(self, student: str, failures: dict[str, str]) -> None:
         """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
         self.results.write(student, *self.todo[student], failures=failures, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0)
 
-    def not_graded(self, student, whys):
+    def not_graded(self, student: str, whys: dict[str, str]) -> None:
         """The environment or the grader failed, not the student ({notebook: why}): nothing of theirs is recorded,
         the run exits non-zero, the next run grades them."""
         self.batch.environment[student] = [f"{nb}: {why}" for nb, why in whys.items()]
         self.progress.step(0)
 
-    def write(self, result, notebooks):
+    def write(self, result: task.GradingResult, notebooks: list[str]) -> None:
         student = result.student
         self.processes.add((result.host, result.pid))
         self.batch.task_seconds += result.seconds

@@ -5,11 +5,13 @@ is shown through escape.one_line, so none can add a line of its own or send the 
 """
 
 from pathlib import Path
+from typing import Any, TextIO
 
 import nbformat
 
 from perfaudit.autograde import versions
 from perfaudit.autograde.execute import NOT_RUN
+from perfaudit.autograde.statefolder import State
 from perfaudit.grade import gradebook
 from perfaudit.grade.escape import one_line
 
@@ -35,7 +37,8 @@ def _kernel_events_and_first_failure(notebook_path):
     return events, first_failure
 
 
-def reasons_for(student, notebook, score, state, autograded, assignment):
+def reasons_for(student: str, notebook: str, score: float, state: State, autograded: str | Path,
+                assignment: str) -> list[str]:
     record = state.record(student) or {}
     reasons = list(record.get("reasons", {}).get(notebook, []))
     events, first_failure = _kernel_events_and_first_failure(
@@ -47,7 +50,7 @@ def reasons_for(student, notebook, score, state, autograded, assignment):
     return reasons
 
 
-def say(batch, line, out):
+def say(batch: Any, line: str, out: TextIO) -> None:
     """Print a line of the run's setting (versions, sandbox, environment check) unless this run printed it already:
     said before grading, it is not said again in the summary; changed since (the environment check's outcome), it
     is."""
@@ -56,14 +59,15 @@ def say(batch, line, out):
         print(line, file=out)
 
 
-def print_versions(batch, out):
+def print_versions(batch: Any, out: TextIO) -> None:
     """What the run graded with, a WARNING for each version that is not the pinned one."""
     if batch.versions:
         for line in versions.summary_lines(batch.versions, batch.drift):
             say(batch, line, out)
 
 
-def print_summary(url, course_id, assignment, state, autograded, batch, out):
+def print_summary(url: str, course_id: str, assignment: str, state: State, autograded: str | Path, batch: Any,
+                  out: TextIO) -> None:
     with gradebook.opened(url, course_id) as course_gb:
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)

@@ -18,8 +18,10 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
@@ -31,10 +33,11 @@ from perfaudit.grade import gradebook, records, worker
 
 CONFIG_FILE = "nbgrader_config.py"
 _lock = threading.Lock()  # one student at a time per process, whatever the worker's thread count
-_courses = {}  # {definition digest: this process's course directory for it}
+_courses: dict[str, Path] = {}  # {definition digest: this process's course directory for it}
 
 
-def definition(course_dir, assignment, notebooks, template_path):
+def definition(course_dir: str | Path, assignment: str, notebooks: Iterable[str],
+               template_path: str | Path) -> dict[str, Any]:
     """The assignment as plain data: what a worker needs to grade its notebooks, and a digest that names it."""
     course_dir = Path(course_dir)
     coursedir = CourseDirectory(config=worker.course_config(course_dir))
@@ -49,10 +52,10 @@ def definition(course_dir, assignment, notebooks, template_path):
             "digest": digest.hexdigest()}
 
 
-def read_tree(folder, prefix=""):
+def read_tree(folder: str | Path, prefix: str = "") -> dict[str, bytes]:
     """{relative path: bytes} of the regular files under folder, each opened without following a link; the rest
     (links, FIFOs, devices) is left unread."""
-    found = {}
+    found: dict[str, bytes] = {}
     folder = Path(folder)
     if not folder.is_dir():
         return found
@@ -73,12 +76,12 @@ def read_tree(folder, prefix=""):
     return found
 
 
-def submitted_files(folder):
+def submitted_files(folder: str | Path) -> dict[str, bytes]:
     """The submission's files as bytes, for the task (intake and diagnose have refused anything but regular files)."""
     return read_tree(folder)
 
 
-def write_tree(files, into):
+def write_tree(files: dict[str, bytes], into: str | Path) -> None:
     """Write {relative path: bytes} under `into`, refusing any path that would leave it."""
     into = Path(into).resolve()
     for relative, data in files.items():
@@ -89,7 +92,7 @@ def write_tree(files, into):
         target.write_bytes(data)
 
 
-def is_plain(value):
+def is_plain(value: object) -> bool:
     """True when value is made of dicts, lists, strings, bytes, numbers, booleans and None only."""
     if isinstance(value, dict):
         return all(isinstance(k, str) and is_plain(v) for k, v in value.items())
@@ -117,12 +120,12 @@ class GradingResult:
     notebook_seconds: dict = field(default_factory=dict)  # {notebook: seconds its conversion took}
     seconds: float = 0.0  # the whole task, on the worker
 
-    def is_plain(self):
+    def is_plain(self) -> bool:
         """True when every field holds plain data only (is_plain): what crosses back from a worker is checked."""
         return all(is_plain(getattr(self, f.name)) for f in fields(self))
 
 
-def is_plain_result(value):
+def is_plain_result(value: object) -> TypeGuard[GradingResult]:
     """True when a task's return value is a GradingResult made of plain data."""
     return type(value) is GradingResult and value.is_plain()
 
@@ -166,7 +169,8 @@ def _clear(root, student):
         worker.remove_tree(root / folder / student)
 
 
-def grade(spec, student, files, notebooks, settings, feedback=True):
+def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks: list[str], settings: dict[str, Any],
+          feedback: bool = True) -> GradingResult:
     """Grade one submission on this machine; return plain data only (see the module's docstring).
 
     spec: definition(); files: {relative path: bytes} of submitted/<student>/<assignment>/; notebooks: the names
@@ -206,12 +210,12 @@ def grade(spec, student, files, notebooks, settings, feedback=True):
         return result
 
 
-def hold(spec):
+def hold(spec: dict[str, Any]) -> dict[str, Any]:
     """The definition as a task of its own: a worker that loses it gets it again from the scheduler."""
     return spec
 
 
-def sandbox_status(limits):
+def sandbox_status(limits: dict[str, Any]) -> tuple[str | None, str]:
     """(why this worker refuses to run student code, or None; the line saying how student code runs here)."""
     try:
         sandbox.require()

@@ -9,18 +9,21 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import capture_log
+from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit.autograde import canary
 from perfaudit.grade import gradebook
 
 
-def venv_first_on_path():
+def venv_first_on_path() -> None:
     """nbgrader calls the `alembic` command: the one beside this Python must come first on PATH."""
     bin_dir = str(Path(sys.executable).parent)
     if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
@@ -28,7 +31,7 @@ def venv_first_on_path():
     logging.getLogger("traitlets").setLevel(logging.WARNING)
 
 
-def output_to_log(log_path):
+def output_to_log(log_path: str | Path) -> None:
     """Kernels write their own warnings to the stderr they inherit: into the log, not over the progress bar."""
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 1)
@@ -36,7 +39,7 @@ def output_to_log(log_path):
     os.close(log)
 
 
-def remove_tree(path):
+def remove_tree(path: str | Path) -> None:
     """Remove a graded folder; nbgrader leaves autograded files read-only. A link is removed, never chmod'ed through."""
     path = Path(path)
     if path.exists():
@@ -46,7 +49,7 @@ def remove_tree(path):
         shutil.rmtree(path)
 
 
-def course_config(course_dir, settings=None):
+def course_config(course_dir: str | Path, settings: dict[str, Any] | None = None) -> Config:
     """The course's nbgrader_config.py, with this run's settings on top ({"Section.trait": value})."""
     config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
     config.CourseDirectory.root = str(course_dir)
@@ -86,7 +89,8 @@ def _convert_once_more_if_the_kernel_never_started(converter_class, config):
     return result
 
 
-def autograde(course_dir, assignment, student, notebooks, template, scratch_dir, settings):
+def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: Iterable[str], template: str | Path,
+              scratch_dir: str | Path, settings: dict[str, Any]) -> dict[str, Any]:
     """Autograde the given notebooks of one student into a fresh scratch gradebook; return what happened.
 
     Each notebook is a conversion of its own, so one that fails does not take the others with it.
@@ -94,8 +98,10 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
     started = time.monotonic()
     scratch = Path(scratch_dir) / f"{student}.db"
     gradebook.copy_template(template, scratch)
+    failures: dict[str, str]
+    environment: dict[str, str]
     failures, environment = {}, {}  # environment: not graded, the grading environment's fault, not the student's
-    seconds = {}  # {notebook: its conversion's wall time}: the record behind its grade keeps it
+    seconds: dict[str, float] = {}  # {notebook: its conversion's wall time}: the record behind its grade keeps it
     for notebook in notebooks:
         notebook_started = time.monotonic()
         config = course_config(
@@ -121,7 +127,7 @@ def autograde(course_dir, assignment, student, notebooks, template, scratch_dir,
             "seconds": time.monotonic() - started, "notebook_seconds": seconds}
 
 
-def feedback(course_dir, assignment, student, settings):
+def feedback(course_dir: str | Path, assignment: str, student: str, settings: dict[str, Any]) -> dict[str, Any]:
     """nbgrader generate_feedback for one student (reads the gradebook, writes feedback/<student>/)."""
     config = course_config(
         course_dir, {**settings, "CourseDirectory.assignment_id": assignment, "CourseDirectory.student_id": student}

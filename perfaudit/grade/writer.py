@@ -9,21 +9,30 @@ whose submission is unchanged, whoever graded it. A student with nothing graded 
 
 import time
 from pathlib import Path
+from typing import Any
 
+from nbgrader.api import Gradebook
+from nbgrader.coursedir import CourseDirectory
+
+from perfaudit.autograde.statefolder import State
 from perfaudit.grade import feedback as feedback_pages, gradebook, task, worker
+from perfaudit.grade.diagnose import Diagnosis
+from perfaudit.grade.records import Recorder
 
 
 class ResultWriter:
     """Writes grading results into one course: its open gradebook, its folders, its records, its batch state."""
 
-    def __init__(self, course_gb, coursedir, assignment, state, recorder=None):
+    def __init__(self, course_gb: Gradebook, coursedir: CourseDirectory, assignment: str, state: State,
+                 recorder: Recorder | None = None) -> None:
         self.course_gb, self.coursedir, self.assignment = course_gb, coursedir, assignment
         self.state, self.recorder = state, recorder  # statefolder.State; records.Recorder (None: nothing graded yet)
 
-    def folder(self, kind, student):
+    def folder(self, kind: str, student: str) -> Path:
         return Path(self.coursedir.format_path(kind, student, self.assignment))
 
-    def write(self, student, diagnosis, fingerprint, result=None, failures=None, **marks):
+    def write(self, student: str, diagnosis: Diagnosis, fingerprint: str, result: task.GradingResult | None = None,
+              failures: dict[str, str] | None = None, **marks: Any) -> dict[str, list[str]]:
         """Write one student's grading; return {notebook: [reasons]}.
 
         diagnosis: what perfaudit/grade/diagnose.py found in the submission; fingerprint: of the files graded;

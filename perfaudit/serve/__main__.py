@@ -16,7 +16,7 @@ from perfaudit.autograde.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
 
 
-def parse(argv):
+def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m perfaudit.serve", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd(), help="course directory (default: here)")
     parser.add_argument("--status", action="store_true", help="print the queue and the times, then exit")
@@ -30,7 +30,7 @@ def parse(argv):
     return parser.parse_args(argv)
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if coursedir.not_a_course(args.course_dir):
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)

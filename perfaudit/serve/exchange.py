@@ -12,10 +12,14 @@ so the student never fetches half a page.
 
 import os
 import pwd
+from collections.abc import Container
+from datetime import datetime
 from pathlib import Path
 
+from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default import Exchange
 from nbgrader.utils import notebook_hash, parse_utc
+from traitlets.config import Config
 
 from perfaudit.autograde import submission
 from perfaudit.grade import task, worker
@@ -23,17 +27,17 @@ from perfaudit.grade import task, worker
 SECRET = "submission_secret.txt"
 
 
-def course_path(config, coursedir):
+def course_path(config: Config, coursedir: CourseDirectory) -> Path:
     """<Exchange.root>/<course id>: the course's folder in the exchange nbgrader_config.py names."""
     return Path(Exchange(config=config, coursedir=coursedir).root) / coursedir.course_id
 
 
-def arrivals(inbound, assignment, known):
+def arrivals(inbound: str | Path, assignment: str, known: Container[str]) -> list[tuple[str, str, datetime]]:
     """[(folder name, student id, the timestamp its name gives)] of complete submissions not in known, oldest first.
 
     Complete: the secret, which submit writes last, is there. Names are split as nbgrader's collect splits them.
     """
-    found = []
+    found: list[tuple[str, str, datetime]] = []
     if not Path(inbound).is_dir():
         return found
     for path in Path(inbound).iterdir():
@@ -51,7 +55,7 @@ def arrivals(inbound, assignment, known):
     return sorted(found, key=lambda item: (item[2], item[0]))
 
 
-def owner(path):
+def owner(path: str | Path) -> str:
     """The account that owns the submission's folder: the student who ran submit."""
     try:
         return pwd.getpwuid(os.lstat(path).st_uid).pw_name
@@ -59,29 +63,29 @@ def owner(path):
         return "unknown id"
 
 
-def notebooks(path):
+def notebooks(path: str | Path) -> list[str]:
     """The notebook names (no suffix) at the top of the submission: those Fetch Feedback looks for."""
     return sorted(p.stem for p in Path(path).glob("*.ipynb") if not p.is_symlink())
 
 
-def secret(path):
+def secret(path: str | Path) -> str:
     return os.fdopen(os.open(Path(path) / SECRET, os.O_RDONLY | os.O_NOFOLLOW)).read()
 
 
-def unsafe(path):
+def unsafe(path: str | Path) -> str | None:
     """Why the submission's folder is not read (a link, a FIFO, too big), or None."""
     found = submission.problems(path)
     return submission.describe(found) if found else None
 
 
-def collect(path, submitted_folder):
+def collect(path: str | Path, submitted_folder: str | Path) -> None:
     """Replace submitted/<student>/<assignment>/ with this submission's regular files, byte for byte."""
     worker.remove_tree(submitted_folder)
     Path(submitted_folder).mkdir(parents=True)
     task.write_tree(task.read_tree(path), submitted_folder)
 
 
-def release(course, submission_secret, notebook, page):
+def release(course: str | Path, submission_secret: str, notebook: str, page: bytes) -> Path:
     """Put one notebook's feedback page (bytes) where that submission's Fetch Feedback finds it."""
     outbound = Path(course) / "feedback"
     if not outbound.is_dir():

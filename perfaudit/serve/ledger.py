@@ -11,7 +11,9 @@ import json
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from perfaudit.autograde import statefolder
 
@@ -19,19 +21,19 @@ FILE_SUFFIX = ".serve.json"  # beside a sqlite gradebook: gradebook.db.serve.jso
 STATES = ("queued", "grading", "graded", "limited", "failed", "refused")
 
 
-def path_for(db_url, autograded_dir):
+def path_for(db_url: str, autograded_dir: str | Path) -> Path:
     """Beside a sqlite gradebook file; for another database, in the batch state folder with the batch's records."""
     return statefolder.beside_gradebook(db_url, autograded_dir, FILE_SUFFIX, f"serve{FILE_SUFFIX}")
 
 
 class Ledger:
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         data = json.loads(self.path.read_text()) if self.path.exists() else {}
-        self.submissions = data.get("submissions", {})  # {inbound folder name: record}
-        self.paused = data.get("paused")  # why grading stopped (an environment fault), or None
+        self.submissions: dict[str, dict[str, Any]] = data.get("submissions", {})  # {inbound folder name: record}
+        self.paused: str | None = data.get("paused")  # why grading stopped (an environment fault), or None
 
-    def save(self):
+    def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         with open(tmp, "w") as handle:
@@ -40,26 +42,26 @@ class Ledger:
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)
 
-    def update(self, name, **fields):
+    def update(self, name: str, **fields: Any) -> None:
         self.submissions[name].update(fields)
         self.save()
 
-    def of_student(self, student):
+    def of_student(self, student: str) -> list[dict[str, Any]]:
         return [r for r in self.submissions.values() if r["student"] == student]
 
-    def in_state(self, *states):
+    def in_state(self, *states: str) -> list[str]:
         return sorted((name for name, r in self.submissions.items() if r["status"] in states),
                       key=lambda name: (self.submissions[name]["seen_at"], name))
 
 
-def percentile(values, fraction):
+def percentile(values: Sequence[float], fraction: float) -> float:
     """The nearest-rank percentile of values (sorted or not): the smallest value with that fraction at or below it."""
     ordered = sorted(values)
     rank = max(1, -(-len(ordered) * fraction // 1))  # ceil without float drift for small lists
     return ordered[int(rank) - 1]
 
 
-def status_lines(ledger, now=None):
+def status_lines(ledger: Ledger, now: float | None = None) -> list[str]:
     """What `python -m perfaudit.serve --status` prints: counts, what is in hand, submit-to-feedback times."""
     now = time.time() if now is None else now
     records = list(ledger.submissions.values())

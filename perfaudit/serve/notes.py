@@ -8,17 +8,18 @@ import html
 import re
 from datetime import datetime, timezone
 
-REPAIR = "Not graded yet: the grader is being repaired. This submission is kept and will be graded then; you lose nothing."
+REPAIR = ("Not graded yet: the grader is being repaired. This submission is kept and will be graded then; you lose "
+          "nothing.")
 STYLE = "font-family: sans-serif; max-width: 50em; margin: 2em auto; line-height: 1.4"
 BANNER_STYLE = "font-family: sans-serif; border: 1px solid #888; background: #f4f4f4; padding: 0.6em 1em; margin: 1em"
 
 
-def when(epoch):
+def when(epoch: float) -> str:
     """A moment as students read it: UTC, to the minute."""
     return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def page(notebook, title, *paragraphs):
+def page(notebook: str, title: str, *paragraphs: str) -> bytes:
     """A small feedback page of its own: the notebook's name, a title, the paragraphs (plain text, escaped)."""
     body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(notebook)}</title></head>"
@@ -26,7 +27,7 @@ def page(notebook, title, *paragraphs):
             ).encode()
 
 
-def limited(notebook, why, next_at):
+def limited(notebook: str, why: str, next_at: float | None) -> bytes:
     if next_at is None:
         return page(notebook, "not graded: limit reached", why,
                     "This submission was collected and is kept: the instructor's final grading after the deadline "
@@ -37,15 +38,15 @@ def limited(notebook, why, next_at):
                 "grades your last submission.")
 
 
-def not_graded(notebook, why):
+def not_graded(notebook: str, why: str) -> bytes:
     return page(notebook, "not graded", why, "Fix it and submit again.")
 
 
-def repair(notebook):
+def repair(notebook: str) -> bytes:
     return page(notebook, "not graded yet", REPAIR)
 
 
-def with_banner(feedback_page, text):
+def with_banner(feedback_page: bytes, text: str) -> bytes:
     """nbgrader's feedback page with one line of the service's above it."""
     banner = f"<div style=\"{BANNER_STYLE}\">{html.escape(text)}</div>"
     said = feedback_page.decode("utf-8")

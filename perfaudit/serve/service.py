@@ -19,9 +19,12 @@ import tempfile
 import time
 import uuid
 import warnings
+from collections.abc import Callable
 from datetime import timezone
 from pathlib import Path
+from typing import Any, TextIO
 
+from distributed import Client, Future
 from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
@@ -29,18 +32,20 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde import sandbox, statefolder
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
+from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
 
-def log(out, message):
+def log(out: TextIO, message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=out, flush=True)
 
 
 class Service:
-    def __init__(self, course_dir, workers=1, scheduler=None, canary=True, out=sys.stdout):
+    def __init__(self, course_dir: str | Path, workers: int = 1, scheduler: str | None = None, canary: bool = True,
+                 out: TextIO = sys.stdout) -> None:
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
         config = worker.course_config(self.course_dir)
         self.limits = GradingService(config=config)
@@ -50,27 +55,29 @@ class Service:
         self.autograded = Path(self.coursedir.format_path(self.coursedir.autograded_directory, ".", ".")).resolve()
         self.ledger = Ledger(path_for(self.url, self.autograded))
         self.batch_state = statefolder.State(self.autograded)
-        self.settings = {} if canary else {"TrustedExecute.canary": False}
-        self.in_flight = {}  # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
+        self.settings: dict[str, Any] = {} if canary else {"TrustedExecute.canary": False}
+        # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
+        self.in_flight: dict[Future, tuple[str, float, Diagnosis, str]] = {}
         self.stopping = False
-        self.client = None  # the Dask client, while run() runs
-        self.recorder = None  # the record behind each grade (records.Recorder), once run() knows the definition
+        self.client: Client | None = None  # the Dask client, while run() runs
+        # the record behind each grade (records.Recorder), once run() knows the definition
+        self.recorder: records.Recorder | None = None
 
     # --- where things are -------------------------------------------------------------------------------------
-    def folder(self, kind, student):
+    def folder(self, kind: str, student: str) -> Path:
         return Path(self.coursedir.format_path(kind, student, ASSIGNMENT))
 
-    def inbound(self, name):
+    def inbound(self, name: str) -> Path:
         return self.exchange / "inbound" / name
 
-    def due(self):
+    def due(self) -> float | None:
         """The gradebook's due date for the assignment, as seconds since the epoch, or None."""
         with gradebook.opened(self.url, self.course_id) as course_gb:
             duedate = course_gb.find_assignment(ASSIGNMENT).duedate
         return duedate.replace(tzinfo=timezone.utc).timestamp() if duedate else None
 
     # --- the fair limit ---------------------------------------------------------------------------------------
-    def decide(self, student, now, due):
+    def decide(self, student: str, now: float, due: float | None) -> tuple[str, str, float | None]:
         """("grade" or "limit", what the student is told, when the next graded submission is possible or None)."""
         counted = sorted(r["seen_at"] for r in self.ledger.of_student(student) if r["decision"] == "grade")
         if due is not None and now > due:
@@ -89,7 +96,7 @@ class Service:
         return ("grade", f"Graded submission {len(recent) + 1} of the {allowed} you may have in any "
                 f"{self.limits.window_hours:g} hours before the deadline.", None)
 
-    def notice(self):
+    def notice(self) -> None:
         """Add every new complete submission of the exchange's inbound to the ledger, decided."""
         found = exchange.arrivals(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions)
         due = self.due() if found else None
@@ -117,7 +124,7 @@ class Service:
             log(self.out, f"new submission {name}: {record['decision']}")
 
     # --- handing out work -------------------------------------------------------------------------------------
-    def dispatch(self, client, definition, slots):
+    def dispatch(self, client: Client, definition: Future, slots: int) -> None:
         busy = {self.ledger.submissions[name]["student"] for name, *_ in self.in_flight.values()}
         for name in self.ledger.in_state("queued"):
             record = self.ledger.submissions[name]
@@ -132,7 +139,7 @@ class Service:
             except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
                 self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
 
-    def handle(self, client, definition, slots, name, record):
+    def handle(self, client: Client, definition: Future, slots: int, name: str, record: dict[str, Any]) -> None:
         """The next step of the student's oldest queued submission: release a limit or refusal, or start grading."""
         if record["decision"] == "limit":
             self.collect(name)
@@ -150,13 +157,13 @@ class Service:
         elif len(self.in_flight) < slots:
             self.start(client, definition, name)
 
-    def collect(self, name):
+    def collect(self, name: str) -> tuple[str, Path]:
         student = self.ledger.submissions[name]["student"]
         submitted = self.folder(self.coursedir.submitted_directory, student)
         exchange.collect(self.inbound(name), submitted)
         return student, submitted
 
-    def start(self, client, definition, name):
+    def start(self, client: Client, definition: Future, name: str) -> None:
         student, submitted = self.collect(name)
         found = diagnose.diagnose(submitted, self.expected)
         if not found.gradable:
@@ -170,7 +177,7 @@ class Service:
         log(self.out, f"grading {name}")
 
     # --- results ----------------------------------------------------------------------------------------------
-    def harvest(self, client):
+    def harvest(self, client: Client) -> None:
         for future in [f for f in self.in_flight if f.done()]:
             name, _, found, fingerprint = self.in_flight.pop(future)
             try:
@@ -202,7 +209,7 @@ class Service:
                           f"{self.limits.task_timeout_s} s, so it was stopped: it was not graded and counts as 0 for "
                           "now. Look for a loop that never ends or a call that waits forever.")
 
-    def restart_worker(self, client, future):
+    def restart_worker(self, client: Client, future: Future) -> None:
         """The worker grading a task that hangs: restarted, so it takes the next submission."""
         try:
             where = client.run_on_scheduler(_processing_on, future.key)
@@ -212,7 +219,7 @@ class Service:
         except Exception as error:  # noqa: BLE001 - the next task waits for that worker; the service goes on
             log(self.out, f"could not restart the worker of {future.key}: {type(error).__name__}: {error}")
 
-    def fail(self, name, found, fingerprint, why):
+    def fail(self, name: str, found: Diagnosis, fingerprint: str, why: str) -> None:
         """The submission crashed or hung its worker: 0 with the reason, told to the student; the service goes on."""
         log(self.out, f"FAILED {name}: {why}")
         try:
@@ -220,7 +227,8 @@ class Service:
         except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
             self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
 
-    def write(self, name, found, fingerprint, result, failure=None):
+    def write(self, name: str, found: Diagnosis, fingerprint: str, result: task.GradingResult | None,
+              failure: str | None = None) -> None:
         """The batch's one writer (gradebook, autograded/, feedback/, the record, the batch state), then the release."""
         student = self.ledger.submissions[name]["student"]
         with gradebook.opened(self.url, self.course_id) as course_gb:
@@ -245,7 +253,7 @@ class Service:
                            released_at=time.time(), gradings=record["gradings"] + 1, failure=failure)
         log(self.out, f"graded {name}: {score:g}/{max_score:g}, feedback released")
 
-    def release_pages(self, name, page_for):
+    def release_pages(self, name: str, page_for: Callable[[str], bytes]) -> None:
         try:
             secret = exchange.secret(self.inbound(name))
         except OSError as error:
@@ -254,7 +262,7 @@ class Service:
         for nb in exchange.notebooks(self.inbound(name)):
             exchange.release(self.exchange, secret, nb, page_for(nb))
 
-    def pause(self, client, name, why):
+    def pause(self, client: Client | None, name: str, why: str) -> None:
         """An environment fault: grading stops, the submissions in hand go back to the queue, students are told."""
         log(self.out, f"GRADING STOPPED: the grading environment failed: {why}. Students are told 'not graded yet: "
                       "the grader is being repaired'. Repair it and restart the service.")
@@ -265,7 +273,7 @@ class Service:
             self.ledger.update(other, status="queued")
         self.in_flight.clear()
 
-    def make_recorder(self, client, spec):
+    def make_recorder(self, client: Client, spec: dict[str, Any]) -> records.Recorder:
         """The record behind each grade, as the batch command makes it: the same limits, sandbox, tests, versions."""
         config = worker.course_config(self.course_dir, self.settings)
         limits = SandboxLimits(config=config)
@@ -279,7 +287,7 @@ class Service:
                                     config)
 
     # --- the loop ---------------------------------------------------------------------------------------------
-    def run(self, until_idle=False):
+    def run(self, until_idle: bool = False) -> None:
         """Serve until SIGTERM or SIGINT (or, with until_idle, until nothing is queued or grading)."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: setattr(self, "stopping", True))

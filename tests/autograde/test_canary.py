@@ -47,7 +47,8 @@ def _nobody_graded(root):
 
 
 @pytest.mark.parametrize("broken, where, cause", [
-    ("course package elsewhere", "the first failing cell is 'setup'", "ModuleNotFoundError: No module named 'perfaudit'"),
+    ("course package elsewhere", "the first failing cell is 'setup'",
+     "ModuleNotFoundError: No module named 'perfaudit'"),
     ("JAX not installed", "the grader itself failed on source/", "ModuleNotFoundError: No module named 'jax'"),
     ("JAX_PLATFORMS=tpu", "the first failing cell is 'setup'", "Unable to initialize backend 'tpu'"),
 ])
@@ -81,7 +82,8 @@ def test_plain_nbgrader_fails_loudly_instead_of_writing_zeros(class_of_two, brok
     done = subprocess.run([*within, sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT, "--student=correct",
                            "--notebook=02-retracing"], cwd=class_of_two, env=env, capture_output=True, text=True)
     assert done.returncode != 0
-    assert "GradingEnvironmentError" in done.stdout + done.stderr and "No student was graded" in done.stdout + done.stderr
+    assert "GradingEnvironmentError" in done.stdout + done.stderr
+    assert "No student was graded" in done.stdout + done.stderr
     assert not (class_of_two / "autograded" / "correct" / ASSIGNMENT / "02-retracing.ipynb").exists()
 
 

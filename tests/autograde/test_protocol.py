@@ -412,7 +412,8 @@ def test_a_file_beside_the_evidence_never_uses_up_what_the_grader_keeps_of_a_not
     folder = tmp_path / "evidence"
     write_report(folder, {"jaxpr": "workload.jaxpr.txt"})
     (folder / "profile.bin").write_bytes(bytes(protocol.MAX_FILE_BYTES - 1))  # kept with the evidence
-    for _ in range(2 * protocol.MAX_NOTEBOOK_BYTES // protocol.MAX_FILE_BYTES):  # more reads than a notebook's tests make
+    # more reads than a notebook's tests make
+    for _ in range(2 * protocol.MAX_NOTEBOOK_BYTES // protocol.MAX_FILE_BYTES):
         back = exchange.answer(kernel_answers(folder), [])
         assert (back / "report.json").is_file() and not (back / "profile.bin").exists()
 

@@ -75,7 +75,8 @@ def _a_file_in_home():
     return None
 
 
-READ = "def read(path):\n    try:\n        return open(path).read()[:20]\n    except OSError as e:\n        return type(e).__name__\n"
+READ = ("def read(path):\n    try:\n        return open(path).read()[:20]\n    except OSError as e:\n"
+        "        return type(e).__name__\n")
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +194,8 @@ def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
 @needs_bubblewrap
 def test_links_and_fifos_left_by_the_kernel_stay_in_the_scratch(tmp_path):
     (tmp_path / "given.txt").write_text("x")
-    results = _run_cells(["import os\nos.symlink('/etc/passwd', 'link')\nos.mkfifo('pipe')\nprint(sorted(os.listdir()))",
+    results = _run_cells(["import os\nos.symlink('/etc/passwd', 'link')\nos.mkfifo('pipe')\n"
+                          "print(sorted(os.listdir()))",
                           "import os\nprint(os.getcwd())"], tmp_path)
     assert results[0] == "['given.txt', 'link', 'pipe']\n"
     assert results[1] == f"{sandbox.SCRATCH}\n"  # no path of the grader's

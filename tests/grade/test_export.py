@@ -24,7 +24,8 @@ CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Current Sco
 "Nobody, Ned",999,s-999,nned,Lab B,,
 """
 
-MOODLE_WORKSHEET = """Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,Last modified (submission),Last modified (grade),Feedback comments
+MOODLE_WORKSHEET = """Identifier,Full name,Email address,Status,Grade,Maximum Grade,Grade can be changed,\
+Last modified (submission),Last modified (grade),Feedback comments
 Participant 777,Ana Lopez,ana@example.org,Submitted for grading,,100.00,Yes,-,-,
 Participant 778,Max Mann,max@example.org,No submission,,100.00,Yes,-,-,
 """
@@ -46,8 +47,10 @@ def _grade(gradebook, student, points, late_penalty=0.0):
 def course(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("export"))
     download = root / "download"
-    for entry in ("doejane_12345_5001_01-first-call-vs-steady.ipynb", "roefrank_LATE_222_5002_01-first-call-vs-steady.ipynb",
-                  "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady (1).ipynb", "kimlee_333_5003_02-retracing.ipynb",
+    for entry in ("doejane_12345_5001_01-first-call-vs-steady.ipynb",
+                  "roefrank_LATE_222_5002_01-first-call-vs-steady.ipynb",
+                  "Ana Lopez_777_assignsubmission_file_/01-first-call-vs-steady (1).ipynb",
+                  "kimlee_333_5003_02-retracing.ipynb",
                   # two files claim notebook 3: refused at intake, so notebook 3 and 4 are not graded (refused.py)
                   "dupdan_444_5004_01-first-call-vs-steady.ipynb", "dupdan_444_5004_03-evidence.ipynb",
                   "dupdan_444_5004_03-evidence (1).ipynb"):

@@ -19,8 +19,8 @@ def _grade(cwd, within=()):
 def test_outside_a_course_directory_it_says_so(tmp_path):
     done = _grade(tmp_path)
     assert done.returncode == 2
-    assert done.stderr == (f"{tmp_path.resolve()} is not a course directory (it has no nbgrader_config.py): run this in "
-                           "the course directory, or name it with --course-dir.\n")
+    assert done.stderr == (f"{tmp_path.resolve()} is not a course directory (it has no nbgrader_config.py): run this "
+                           "in the course directory, or name it with --course-dir.\n")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -47,8 +47,8 @@ def _run(cwd, *args, env=None):
 def test_a_mistyped_roster_is_one_line_not_a_traceback(tmp_path):
     done = _run(_course(tmp_path), "--export", "canvas", "--roster", "canvas-gradbook.csv")
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == ("No roster at canvas-gradbook.csv: name the file you downloaded from the LMS (Canvas: Grades "
-                           "> Export; Moodle: Download grading worksheet). Nothing was exported.\n")
+    assert done.stderr == ("No roster at canvas-gradbook.csv: name the file you downloaded from the LMS (Canvas: "
+                           "Grades > Export; Moodle: Download grading worksheet). Nothing was exported.\n")
 
 
 def test_a_mistyped_download_is_one_line(tmp_path):

@@ -117,7 +117,8 @@ def test_each_student_gets_nbgrader_s_timestamp_and_the_lms_late_mark(tmp_path):
     assert stamp == "2025-03-10 14:30:45.500000 UTC"
     assert parse_utc(stamp) == datetime.fromtimestamp(1_741_617_045.5, timezone.utc).replace(tzinfo=None)
     assert len((submitted / "doejane_12345" / ASSIGNMENT / "submission_secret.txt").read_text()) == 128
-    assert report.report().splitlines()[1] == "  LATE (the LMS says so) roefrank_222: submitted 2025-03-11 13:33:20.000000 UTC"
+    assert report.report().splitlines()[1] == ("  LATE (the LMS says so) roefrank_222: submitted "
+                                               "2025-03-11 13:33:20.000000 UTC")
     record = json.loads((submitted / intake.RECORD).read_text())
     assert record["roefrank_222"] == {"lms": "canvas", "name": "roefrank", "id": "222", "submission": "3", "late": True,
                                       "digest": intake._digest({"02-retracing.ipynb": b"late"}),

@@ -116,7 +116,8 @@ def test_both_lmss_get_their_files(graded):
                                      '"Ann, On Time",101,,,,\n"Bob, Late",102,,,,\n')
     (root / "moodle.csv").write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,"
                                      "Grade can be changed,Last modified (submission),Last modified (grade),"
-                                     "Feedback comments\nParticipant 777,Cy Moo,cy@example.org,Submitted,,20.00,Yes,-,-,\n")
+                                     "Feedback comments\n"
+                                     "Participant 777,Cy Moo,cy@example.org,Submitted,,20.00,Yes,-,-,\n")
     for lms in ("canvas", "moodle"):
         done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--export", lms, "--roster",
                                str(root / f"{lms}.csv"), "--course-dir", str(root)], capture_output=True, text=True)
@@ -136,7 +137,8 @@ def test_a_grade_made_against_another_source_notebook_is_graded_again(graded, tm
     source = root / "source" / ASSIGNMENT / f"{NB1}.ipynb"
     nb = nbformat.read(source, as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "correct_summary")
-    cell.source = cell.source.replace("### END HIDDEN TESTS", "assert True  # edited after grading\n### END HIDDEN TESTS")
+    cell.source = cell.source.replace("### END HIDDEN TESTS",
+                                      "assert True  # edited after grading\n### END HIDDEN TESTS")
     nbformat.write(nb, source)
     out = io.StringIO()
     batch = run(Options(course_dir=root, workers=2, progress=False, canary=False), out=out)

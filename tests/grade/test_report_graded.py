@@ -51,8 +51,9 @@ def _notebook_1(name):
     if name == "odd-counts-only":
         nb = samples.submission(samples.SAMPLES["correct"], 1)
         cell = next(c for c in nb.cells if notebooks.nbgrader_meta(c).get("grade_id") == "summarize")
-        cell.source = cell.source.replace('"median_s": float(np.median(samples)),',
-                                          '"median_s": float(np.median(samples) if len(samples) % 2 else samples.max()),')
+        cell.source = cell.source.replace(
+            '"median_s": float(np.median(samples)),',
+            '"median_s": float(np.median(samples) if len(samples) % 2 else samples.max()),')
         assert "samples.max()" in cell.source
         return nb
     if name == "markup-in-message":
