@@ -37,12 +37,12 @@ c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 
-from perfaudit.autograde.dedupe import DropDuplicateIds  # noqa: E402
+from perfaudit.autograde.drop_duplicate_ids import DropDuplicateIds  # noqa: E402
 from perfaudit.autograde.execute import TrustedExecute  # noqa: E402
-from perfaudit.autograde.feedback import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.hide_hidden_tests import HideHiddenTests  # noqa: E402
 from perfaudit.autograde.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
 from perfaudit.autograde.sanitize_outputs import SanitizeOutputs  # noqa: E402
-from perfaudit.autograde.submission import RefuseUnsafeSubmission  # noqa: E402
+from perfaudit.autograde.refuse_unsafe_submission import RefuseUnsafeSubmission  # noqa: E402
 
 # A submission holding anything but regular files is refused, with the reason, before anything reads it.
 # A duplicated or split graded cell is graded once instead of failing the whole submission.

@@ -3,6 +3,7 @@
 Plain `nbgrader autograde` and `python -m perfaudit.grade` use these same modules:
 
 submission.py  a submitted folder may hold regular files only; the grader reads it here and nowhere else
+refuse_unsafe_submission.py  the first autograde step: a submission holding anything else is not graded
 execute.py     TrustedExecute: student cells run once in a sandboxed kernel, test cells run in the grader
 kernel.py      the kernel manager: bubblewrap, a scratch folder in memory, raw output captured, memory limit
 sandbox.py     the bubblewrap command line and its refusal without a sandbox
@@ -15,8 +16,11 @@ protocol.py    what crosses between the two: requests, tagged values, folders, p
 verdicts.py    a test cell run in the grader, its outputs made by the grader, its names from source/
 instruments.py the grader's jit: calls timed by the grader's clock, per function, output and JAXPR read back
 made_up.py     evidence made up at grading time for hidden tests, and the folders made for them
-dedupe.py      nbgrader's DeduplicateIds, without failing a notebook that has a duplicated cell
-feedback.py    generate_feedback without hidden-test source or tracebacks
+measured.py    evidence checked against the grader's clock (gather_evidence, run_audit, time_stages)
+hidden.py      what hidden tests use that a student's copy never holds (`from perfaudit.autograde import hidden`)
+versions.py    the versions a grading run graded with, against the pins
+drop_duplicate_ids.py  nbgrader's DeduplicateIds, without failing a notebook that has a duplicated cell
+hide_hidden_tests.py   generate_feedback without hidden-test source or tracebacks
 hide_outputs_after_tests.py  feedback without the outputs of cells that ran after the first test
 sanitize_outputs.py  student outputs and markdown as inert text or sanitized HTML (autograded/, feedback)
 """

@@ -233,7 +233,7 @@ class TrustedExecute(Execute):
         return super().output(outs, msg, display_id, cell_index)
 
     # Once a test ran, the kernel may hold what the grader keeps to itself (what tests handed it, holds as timed).
-    # Feedback shows no output of a cell after the first test (perfaudit/autograde/feedback.py); nothing the kernel
+    # Feedback shows no output of a cell after the first test (hide_outputs_after_tests.py); nothing the kernel
     # sends later may rewrite what it shows: an earlier cell's display, or the notebook's widget state.
     def _update_display_id(self, display_id, msg):
         if not self._tested:

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets.config import Config
 
 MAX_FILE_BYTES = 64 * 2**20
@@ -88,22 +86,6 @@ def stage(folder: str | Path, into: str | Path, ignore: Sequence[str] = ()) -> N
                 if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped since problems() looked
                     raise UnsafeSubmission(f"'{source.relative_to(folder)}' changed while it was read")
                 target.write_bytes(handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES])
-
-
-class RefuseUnsafeSubmission(NbGraderPreprocessor):
-    """The first autograde step: a submission holding anything but regular files is not graded, with the reason.
-
-    nbgrader has already copied the folder's other files by then (its own step, which follows links); when this
-    refuses, nbgrader removes that copy with the failed submission. The batch command refuses at intake, first.
-    """
-
-    def preprocess(self, nb: NotebookNode, resources: dict[str, Any]) -> tuple[NotebookNode, dict[str, Any]]:
-        folder = submitted_folder(self.config, resources)
-        if folder is not None:
-            found = problems(folder)
-            if found:
-                raise UnsafeSubmission(f"not graded: {describe(found)}")
-        return nb, resources
 
 
 def submitted_folder(config: Config, resources: dict[str, Any]) -> Path | None:

@@ -16,7 +16,7 @@ from courses import FULL, NB1, NB2, NB3, NB4, NONE, hidden_test_lines, make_cour
 
 from perfaudit import ASSIGNMENT, course
 from perfaudit.fixtures import samples
-from perfaudit.autograde.feedback import HIDDEN_NOTE
+from perfaudit.autograde.hide_hidden_tests import HIDDEN_NOTE
 from perfaudit.autograde.statefolder import State
 from perfaudit.grade.run import Options, run
 

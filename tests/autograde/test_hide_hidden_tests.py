@@ -3,7 +3,7 @@
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from perfaudit.autograde.feedback import HideHiddenTests
+from perfaudit.autograde.hide_hidden_tests import HideHiddenTests
 
 
 def test_feedback_shows_paths_relative_to_the_student_s_notebook_never_the_sandbox_s():
