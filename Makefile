@@ -35,7 +35,7 @@ $(VENV)/installed: requirements-cpu.txt pyproject.toml
 	touch $@
 
 demo: $(VENV)/installed  ## instructor's main job: release, autograde the bundled samples, grade table
-	python -m perfaudit.demo
+	python -m perfaudit.instructor.demo
 
 test: $(VENV)/installed  ## the whole test suite (CI runs this)
 	python -m pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
@@ -56,7 +56,7 @@ lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/perfor
 	python -m perfaudit.lab $(if $(ALLOW_ROOT),--allow-root) -- $(LAB_ARGS)
 
 student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
-	python -m perfaudit.student_copy
+	python -m perfaudit.instructor.student_copy
 
 # --no-db: a gradebook that holds submissions refuses a changed assignment; make grade records it when missing.
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook

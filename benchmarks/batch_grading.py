@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from courses import make_course  # noqa: E402
 from grading_cost import make_bare_course  # noqa: E402
 
-from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 from perfaudit.grade.run import Options, run  # noqa: E402
 

@@ -35,7 +35,8 @@ import nbformat  # noqa: E402
 from nbgrader.api import Gradebook  # noqa: E402
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths  # noqa: E402
+from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit.instructor import course  # noqa: E402
 from perfaudit.autograde import statefolder  # noqa: E402
 from perfaudit.fixtures import catalog, samples  # noqa: E402
 from perfaudit.grade import classreport, gradebook, records, regrade  # noqa: E402

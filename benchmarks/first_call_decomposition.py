@@ -39,7 +39,8 @@ def one_process():
     import jax
     import numpy as np
 
-    from perfaudit import answers, decompose
+    from perfaudit import decompose
+    from perfaudit.instructor import answers
 
     jax.config.update("jax_enable_compilation_cache", False)
     x = jax.device_put(np.eye(16, dtype=np.float32))

@@ -26,7 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 from courses import make_course  # noqa: E402
 
-from perfaudit import ASSIGNMENT, course, paths  # noqa: E402
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 
 # The course's answer keys sit in plain markdown cells, which nbgrader clears only with enforce_metadata off.

@@ -3,8 +3,10 @@
 Commands, one module each, run from the course directory (in brackets: the make target that runs it):
   python -m perfaudit.check          one stage's notebook and its checks: PASS or FAIL [make check]
   python -m perfaudit.lab            JupyterLab on the student's working copy, nbgrader's Validate working [make lab]
-  python -m perfaudit.demo           the instructor's main job on sample students: release, autograde [make demo]
-  python -m perfaudit.student_copy   the zip students download: no solution, no hidden test [make student-copy]
+  python -m perfaudit.instructor.demo
+                                     the instructor's main job on sample students: release, autograde [make demo]
+  python -m perfaudit.instructor.student_copy
+                                     the zip students download: no solution, no hidden test [make student-copy]
   python -m perfaudit.grade          grade submitted/ or an LMS download on Dask: grades, feedback [make grade]
   python -m perfaudit.serve          grade each submission in the exchange as it arrives, a fair limit [make serve]
   python -m perfaudit.hub.accounts   the class's local accounts from a roster [make hub-users]
@@ -28,7 +30,8 @@ The other make targets (make help says what each does):
   make reset-course    a new term: DELETES submissions, the gradebook, autograded/, feedback/ and the exchange
 
 Wings, the folders of perfaudit/:
-  checks/          the checks the notebooks' self-checks, their hidden tests and the checker share
+  checks/          the checks the notebooks' self-checks, their visible tests and the checker share (student-facing)
+  instructor/      the answer key, the course directory helpers, the demo, the student copy's maker (never shipped)
   autograde/       nbgrader's plug-ins for untrusted code: a sandboxed kernel, tests run in the grader, feedback
   grade/           batch grading: intake, diagnosis, tasks on Dask, the one gradebook writer, reports, exports
   serve/           the grading service: the exchange watched, a fair limit per student, feedback released

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from chromium import UI_MS, started_server
 
-from perfaudit import ASSIGNMENT, course, lab, notebooks, paths
+from perfaudit import ASSIGNMENT, lab, notebooks, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures.samples import instructor_solution
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out

@@ -1,7 +1,7 @@
 """One student through the course's exchange in a real browser, from the student copy to feedback read.
 
 An instructor's temporary course (notebook 1 only) releases with `nbgrader release_assignment`. The student
-copy (perfaudit.student_copy) is unpacked beside it and JupyterLab starts on it as `make lab` starts it, on a
+copy (perfaudit.instructor.student_copy) is unpacked beside it and JupyterLab starts on it as `make lab` starts it, on a
 machine whose Jupyter config names the course's exchange (as a course server's does). In headless Chromium the
 student fetches the assignment, opens notebook 1 from the file browser, types the instructor's solution, saves
 and submits. The instructor collects, grades (`python -m perfaudit.grade`, the `make grade` command) and
@@ -21,7 +21,8 @@ from courses import hidden_test_lines
 from nbgrader.utils import get_username
 from test_browser import screenshot, solution_cells, started_lab, type_into_cell, wait_for_notebook
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths, student_copy
+from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit.instructor import course, student_copy
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 

@@ -23,7 +23,8 @@ from nbgrader.api import Gradebook
 from test_browser_exchange import instructor_course
 from test_whole_term import CORRECT, UNTOUCHED, canvas_zip
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

@@ -22,7 +22,8 @@ from hostile_outputs import page_text, scripts_that_ran
 from nbgrader.api import Gradebook
 from test_browser_exchange import instructor_course
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths
+from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit.instructor import course
 from perfaudit.autograde.hide_outputs_after_tests import OUTPUT_HIDDEN
 from perfaudit.fixtures import catalog
 from perfaudit.fixtures.catalog import student_html

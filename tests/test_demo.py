@@ -6,7 +6,7 @@ import io
 import pytest
 from courses import make_course
 
-from perfaudit import demo
+from perfaudit.instructor import demo
 from perfaudit.fixtures import samples
 from perfaudit.grade.run import Options, run
 

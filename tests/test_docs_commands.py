@@ -83,10 +83,10 @@ def test_each_nbgrader_subcommand_exists(doc, line):
 
 # {command as the docs write it: [(test file in tests/, what that file holds where it runs the command), ...]}
 RUN_BY = {
-    # what `python -m perfaudit.demo` calls, on a temporary course
+    # what `python -m perfaudit.instructor.demo` calls, on a temporary course
     "make demo": [("test_demo.py", 'demo.main(["--course", str(root)])')],
     "make release": [("test_whole_term.py", '"generate_assignment", ASSIGNMENT, "--force", "--no-db"')],
-    # what `python -m perfaudit.student_copy` calls
+    # what `python -m perfaudit.instructor.student_copy` calls
     "make student-copy": [("test_student_copy.py", 'student_copy.write(folder / "student.zip")')],
     "make check STAGE=4 IMPLEMENTATION=solution": [
         ("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],  # every stage
@@ -113,9 +113,9 @@ RUN_BY = {
     "make grade FROM=canvas-download.zip": [
         ("test_browser_formgrader.py", '_grade_cli(root, "--from", str(download)')],
     # serve/test_serve.py and serve/test_browser_serve.py start it through serve_course.service()
-    "make serve": [("serve_course.py", '[sys.executable, "-m", "perfaudit.serve", *args]')],
+    "make serve": [("helpers/serve_course.py", '[sys.executable, "-m", "perfaudit.serve", *args]')],
     ".venv/bin/jupyter lab --ServerApp.root_dir=$PWD": [
-        ("formgrader.py", '"jupyter"), "lab", f"--ServerApp.root_dir={root}"]')],  # both Formgrader tests
+        ("helpers/formgrader.py", '"jupyter"), "lab", f"--ServerApp.root_dir={root}"]')],  # both Formgrader tests
     "make feedback": [("test_browser_formgrader.py", '_grade_cli(root, "--feedback-only")'),
                       ("test_whole_term.py", '_cli(root, "--feedback-only")')],
     'python -m perfaudit.grade --export canvas --roster canvas-gradebook.csv '
@@ -141,8 +141,9 @@ RUN_BY = {
         ("grade/test_grade_cluster.py", '"dask", "worker", address, "--nworkers", "1", "--nthreads", "1"')],
     # make lab's command and working copy (perfaudit.lab.main's), then JupyterLab in Chromium; --allow-root as root
     "make lab": [("test_browser.py", "lab.lab_command(course_dir)")],
-    "make lab ALLOW_ROOT=1": [("chromium.py", 'argv.append("--allow-root")')],
-    'make lab LAB_ARGS="--no-browser --port=8890"': [("chromium.py", '"--no-browser", "--ServerApp.ip=127.0.0.1"')],
+    "make lab ALLOW_ROOT=1": [("helpers/chromium.py", 'argv.append("--allow-root")')],
+    'make lab LAB_ARGS="--no-browser --port=8890"': [
+        ("helpers/chromium.py", '"--no-browser", "--ServerApp.ip=127.0.0.1"')],
     # the student's own working copy, from the unzipped student copy (stage 2, the default evidence folder)
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
         ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
@@ -156,9 +157,9 @@ RUN_BY = {
 
 # {make command: the recipe its RUN_BY test runs}, as `make -n` prints it.
 RECIPES = {
-    "make demo": "python -m perfaudit.demo",
+    "make demo": "python -m perfaudit.instructor.demo",
     "make release": "nbgrader generate_assignment performance-audit --force --no-db",
-    "make student-copy": "python -m perfaudit.student_copy",
+    "make student-copy": "python -m perfaudit.instructor.student_copy",
     "make check STAGE=4 IMPLEMENTATION=solution": "python -m perfaudit.check --implementation solution --stage 4",
     "make check STAGE=2 IMPLEMENTATION=starter": "python -m perfaudit.check --implementation starter --stage 2",
     "make check STAGE=1": "python -m perfaudit.check --implementation solution --stage 1",

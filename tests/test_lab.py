@@ -2,7 +2,8 @@
 
 from courses import make_course
 
-from perfaudit import ASSIGNMENT, course, lab, paths, workcopy
+from perfaudit import ASSIGNMENT, lab, paths, workcopy
+from perfaudit.instructor import course
 
 
 def test_the_working_copy_comes_from_the_release_unless_the_exchange_releases_the_assignment(tmp_path):

@@ -77,8 +77,8 @@ def test_no_module_is_over_600_lines():
 
 
 def _student_facing():
-    """The modules a student's copy holds (perfaudit/student_copy.py follows the release's imports)."""
-    from perfaudit import student_copy
+    """The modules a student's copy holds (perfaudit/instructor/student_copy.py follows the release's imports)."""
+    from perfaudit.instructor import student_copy
 
     return {f"perfaudit.{name}" for name in student_copy.public_modules()}, student_copy.INSTRUCTOR_ONLY
 

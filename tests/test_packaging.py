@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from perfaudit import ASSIGNMENT, paths, student_copy
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import student_copy
 
 pytestmark = pytest.mark.slow  # a wheel built, a venv made, every package imported: half a minute or more each
 

@@ -6,7 +6,8 @@ import re
 import pytest
 from courses import make_course
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths
+from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit.instructor import course
 
 NOTEBOOKS = sorted(paths.STAGES.values())
 

@@ -14,7 +14,8 @@ import nbformat
 import pytest
 from courses import instructor_only_lines
 
-from perfaudit import ASSIGNMENT, answers, checks, paths, student_copy
+from perfaudit import ASSIGNMENT, checks, paths
+from perfaudit.instructor import answers, student_copy
 from perfaudit.fixtures import samples
 
 # Lines the public side holds by necessity, each saying nothing of an answer: a key of the public report schema
@@ -61,9 +62,9 @@ def test_it_holds_the_release_and_the_public_package_only(unzipped):
             "perfaudit/checks/__init__.py", "perfaudit/checks/timing.py", "perfaudit/check.py", "perfaudit/lab.py",
             "perfaudit/charts.py",
             "perfaudit/report.schema.json", "perfaudit/student_lab/jupyter_server_config.json"} <= names
-    instructor_only = [n for n in names if n.startswith(("source/", "perfaudit/autograde/", "perfaudit/grade/",
-                                                          "perfaudit/fixtures/", "tests/"))
-                       or n in ("perfaudit/answers.py", "perfaudit/demo.py", "perfaudit/course.py")]
+    instructor_only = [n for n in names if n.startswith(("source/", "perfaudit/instructor/", "perfaudit/autograde/",
+                                                          "perfaudit/grade/", "perfaudit/serve/", "perfaudit/hub/",
+                                                          "perfaudit/fixtures/", "tests/"))]
     assert not instructor_only
 
 

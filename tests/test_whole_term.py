@@ -24,7 +24,8 @@ from formgrader import (formgrader_in_a_page, give_extra_credit, open_formgrader
                         students_listed)
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade import intake
 from perfaudit.grade.run import NothingToGrade, Options, run

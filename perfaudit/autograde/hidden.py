@@ -5,7 +5,8 @@ the grader's or the answer key); these need the grader's instruments, its made-u
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from perfaudit import answers, checks
+from perfaudit import checks
+from perfaudit.instructor import answers
 from perfaudit.autograde.made_up import made_up_evidence, made_up_first_call, made_up_report, new_folder
 from perfaudit.autograde.measured import check_gather_evidence, check_run_audit, check_time_stages
 

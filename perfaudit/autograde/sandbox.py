@@ -203,13 +203,13 @@ SUBMISSION = HOME + "/submission"
 KERNEL_DIR = "/run/kernel"
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
 def _instructor_only_paths():
-    """What of the course package holds answers: perfaudit/answers.py (and its bytecode), which hidden tests use in
-    the grader only, and perfaudit/fixtures/, whose samples and catalog hold solutions as text. In the sandbox the
-    files read as empty and the folder as an empty folder."""
+    """What of the course package holds answers: perfaudit/instructor/ (the answer key, which hidden tests use in the
+    grader only) and perfaudit/fixtures/, whose samples and catalog hold solutions as text. In the sandbox both read
+    as empty folders."""
     import perfaudit
 
     package = Path(perfaudit.__file__).resolve().parent
-    found = [package / "answers.py", *package.glob("__pycache__/answers.*.pyc"), package / "fixtures"]
+    found = [package / "instructor", package / "fixtures"]
     return [str(path) for path in found if path.exists()]
 
 

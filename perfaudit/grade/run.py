@@ -27,8 +27,9 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission, versions
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import (classreport, coursedir, diagnose, engine, envcheck, gradebook, intake, names, records,
-                             regrade, summary, task, worker)
+from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
+                             summary, task, worker)
+from perfaudit.grade.coursedir import nbgrader
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
@@ -137,8 +138,8 @@ def _assignment(course_dir, url, course_id, out):
     with gradebook.opened(url, course_id) as course_gb:
         if not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments):
             with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
-                coursedir.nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
-                                f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
+                nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
+                         f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
             print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
                   "generate_assignment; notebooks/ untouched).", file=out)
     with gradebook.opened(url, course_id) as course_gb:
@@ -243,7 +244,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         after = gradebook.totals(course_gb, ASSIGNMENT)
         gradebook.name_students(course_gb, intake.lms_record(submitted))
     started = time.monotonic()
-    coursedir.nbgrader("export", f"--db={url}", course_dir=course_dir)
+    nbgrader("export", f"--db={url}", course_dir=course_dir)
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
     batch.again = {student: (before[student], after[student], student in resubmitted)

@@ -59,13 +59,12 @@ def loosened(exchange, course_id):
 
 def protect(course_dir):
     """Take every permission of other accounts off the course's instructor-only folders and files, and off the
-    course package's answers where the course directory holds it (the modules the grading sandbox hides too:
-    perfaudit/answers.py and perfaudit/fixtures/; the grader's own modules stay readable, since student kernels
+    course package's answers where the course directory holds it (the folders the grading sandbox hides too:
+    perfaudit/instructor/ and perfaudit/fixtures/; the grader's own modules stay readable, since student kernels
     import perfaudit.autograde.agent in the sandbox)."""
     course_dir = Path(course_dir)
     package = course_dir / "perfaudit"
-    for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "answers.py", package / "fixtures",
-                 *package.glob("__pycache__/answers.*.pyc")]:
+    for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "instructor", package / "fixtures"]:
         if path.exists():
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o007)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from courses import FULL, NB1, NB2, NB3, NB4
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from courses import FULL, NB2, make_course, uninstalled
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.autograde.canary import DISK_FULL
 from perfaudit.fixtures import samples
 

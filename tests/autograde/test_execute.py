@@ -13,7 +13,8 @@ import pytest
 from courses import NB1, NB2, NB3, NB4, make_course
 from nbformat.v4 import new_code_cell, new_notebook
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.autograde import memory
 from perfaudit.autograde.execute import NOT_RUN, TrustedExecute
 from perfaudit.fixtures import samples

@@ -98,7 +98,7 @@ def test_honest_timings_pass_however_busy_the_machine():
 def run_audit(evidence_dir, steady_calls, jit, stall_s=0.0, check_with_jit=False):
     """notebook 4's run_audit: gather_evidence, then the report and the JAXPR file written beside it; with
     `check_with_jit`, it first checks the workload's output through a function of the jit it was given."""
-    from perfaudit import answers
+    from perfaudit.instructor import answers
 
     if check_with_jit:
         checks.check_identity_output(jit(workload))

@@ -113,7 +113,7 @@ def probes(tmp_path_factory):
         "    for pid in children:\n        os.kill(pid, 9)\n        os.waitpid(pid, 0)",
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
-        "answers": READ + f"print(repr(read({str(paths.ROOT / 'perfaudit' / 'answers.py')!r})))",
+        "answers": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'instructor')!r}))",
         "fixtures": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'fixtures')!r}))",
     }
     try:
@@ -138,11 +138,13 @@ def test_gradebook_source_other_students_and_home_are_unreadable(probes):
 
 
 @needs_bubblewrap
-def test_the_instructor_only_answers_read_as_empty(probes):
-    """perfaudit/answers.py is in the package folder the kernel imports from, but hidden tests use it in the grader
-    only: inside the sandbox it is empty (printed in a cell, it would reach the student's feedback)."""
+def test_the_instructor_only_folder_is_an_empty_folder(probes):
+    """perfaudit/instructor/ (the answer key among it) is in the package folder the kernel imports from, but hidden
+    tests use it in the grader only: inside the sandbox it is an empty folder (printed in a cell, the key would reach
+    the student's feedback)."""
+    assert (paths.ROOT / "perfaudit" / "instructor" / "answers.py").is_file()
     results, _, _ = probes
-    assert results["answers"].strip() == "''"
+    assert results["answers"].strip() == "[]"
 
 
 @needs_bubblewrap

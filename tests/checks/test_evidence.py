@@ -8,7 +8,8 @@ import jax.numpy as jnp
 import pytest
 from evidence_reports import consistent_report, write_evidence
 
-from perfaudit import answers, checks
+from perfaudit import checks
+from perfaudit.instructor import answers
 from perfaudit.autograde import hidden
 
 

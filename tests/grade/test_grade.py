@@ -14,7 +14,8 @@ import re
 import pytest
 from courses import FULL, NB1, NB2, NB3, NB4, NONE, hidden_test_lines, make_course
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.autograde.hide_hidden_tests import HIDDEN_NOTE
 from perfaudit.autograde.statefolder import State

@@ -22,7 +22,8 @@ import pytest
 from courses import FULL, NB2, NONE, make_course
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run

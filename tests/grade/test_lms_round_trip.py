@@ -17,7 +17,8 @@ import pytest
 from courses import NB1, make_course
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, course
+from perfaudit import ASSIGNMENT
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade.run import Options, run
 

@@ -20,7 +20,8 @@ import pytest
 from courses import NB1, make_course
 from nbgrader.api import Gradebook
 
-from perfaudit import ASSIGNMENT, course, notebooks, paths
+from perfaudit import ASSIGNMENT, notebooks, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade import records, regrade
 from perfaudit.grade.__main__ import main

@@ -9,7 +9,8 @@ from pathlib import Path
 import nbformat
 from once_per_run import once_per_run
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures.catalog.case import FULL as _FULL_BY_STAGE
 
 # The notebooks by name, and each one's full points as source/ gives them: the one place tests read them from.

@@ -31,7 +31,8 @@ from chromium import CHROMIUM, CHROMIUM_ARGS, UI_MS, free_port
 from playwright import sync_api
 from serve_course import course_with_exchange, wait_for
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.hub import accounts, exchange, settings
 

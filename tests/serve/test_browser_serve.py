@@ -18,7 +18,8 @@ from test_browser_exchange import (
     EXCHANGE_MS, assignments_view, fetch_and_answer, student_machine, unzipped_student_copy,
 )
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # minutes: a browser, JupyterLab and the service on two busy cores
 

@@ -18,7 +18,8 @@ from courses import hidden_test_lines
 from nbgrader.utils import get_username
 from serve_course import course_with_exchange, fetch_feedback, service, student_home, submit, wait_for
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade import records
 from perfaudit.grade.run import Options, run

@@ -1,7 +1,7 @@
 """The instructor's main job, end to end, on bundled sample submissions, in a course folder of its own.
 
-    python -m perfaudit.demo                 # in demo/ beside the course
-    python -m perfaudit.demo --course DIR    # in DIR/demo/
+    python -m perfaudit.instructor.demo                 # in demo/ beside the course
+    python -m perfaudit.instructor.demo --course DIR    # in DIR/demo/
 
 demo/ is made afresh from the course's source/ and nbgrader_config.py each time, so the samples never enter the
 class's gradebook.db, grades.csv, submitted/ or autograded/, and the class's release in notebooks/ is left as it is:
@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT, course, paths
+from perfaudit import ASSIGNMENT, paths
+from perfaudit.instructor import course
 from perfaudit.autograde import sandbox
 from perfaudit.fixtures import samples
 
@@ -58,7 +59,7 @@ def make_demo_course(course_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m perfaudit.demo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.instructor.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--course", type=Path, default=paths.ROOT, help="the course directory (default: this one)")
     root = make_demo_course(parser.parse_args(argv).course.resolve())
     sandboxed, why = sandbox.available()

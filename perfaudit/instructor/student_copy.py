@@ -1,4 +1,4 @@
-"""python -m perfaudit.student_copy: what students download, dist/performance-audit-student.zip.
+"""python -m perfaudit.instructor.student_copy: what students download, dist/performance-audit-student.zip.
 
 The release notebooks, the public part of the course package (the modules the notebooks, the checker and
 `make lab` import), requirements, and a Makefile, README and nbgrader_config.py written for students
@@ -15,14 +15,14 @@ from pathlib import Path
 
 from perfaudit import ASSIGNMENT, paths
 
-PACKAGE = Path(__file__).parent
+PACKAGE = Path(__file__).parents[1]  # perfaudit/
 STUDENT_FILES = PACKAGE / "student_files"
 TOP = f"{ASSIGNMENT}-student"  # the folder the zip unpacks into
 DEFAULT_ZIP = paths.ROOT / "dist" / f"{TOP}.zip"
 # The students' commands; the notebooks' own imports are read from the release.
 ENTRY_MODULES = ("check", "lab", "workcopy")
-# Never shipped: solutions (answers), grading, fixtures, and the instructor's commands.
-INSTRUCTOR_ONLY = {"answers", "course", "demo", "student_copy", "autograde", "grade", "fixtures"}
+# Never shipped: the instructor's folder (the answer key, the instructor's commands), the grading wings, fixtures.
+INSTRUCTOR_ONLY = {"instructor", "autograde", "grade", "serve", "hub", "fixtures"}
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # the same bytes for the same content: the zip diffs cleanly
 
 NOTEBOOK_IMPORT = re.compile(r"^\s*(?:from perfaudit import (.+)|from perfaudit\.(\w+) import|import perfaudit\.(\w+))",
