@@ -33,7 +33,7 @@ def _steady_timings(steady, steady_calls, what):
         steady = steady.tolist()
     if not isinstance(steady, (list, tuple)):
         fail(f"{what}: steady_s should be a sequence of {steady_calls} timings in seconds (a list, a tuple or a 1-D "
-              f"array); found {type(steady).__name__}.")
+             f"array); found {type(steady).__name__}.")
     if len(steady) != steady_calls:
         fail(f"{what}: {steady_calls} steady calls were asked for; steady_s holds {len(steady)} timings.")
     return [check_seconds(as_float(s), f"{what}: steady_s[{i}]") for i, s in enumerate(steady)]
@@ -93,6 +93,10 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     first = next((i for i, call in enumerate(calls) if call.shape == shape), None)
     if first is None:
         return None, f"the function you timed was never called at the shape the report gives ({list(shape)})."
+    if any(stage == "compile" and arrival < calls[first].started for stage, _, arrival, _ in record.stages):
+        return None, ("the function you timed was compiled ahead of the call you timed as its first (lower(x) and "
+                      "compile() before it), so that call was warm: time the very first call of a newly jitted "
+                      "function, with nothing traced or compiled for it before.")
     if calls[first].span_s is None:
         return None, ("the result of the first call was never waited for, so first_call_s cannot include its "
                       "computation. Call block_until_ready() on each result before stopping the clock.")
@@ -139,11 +143,11 @@ def check_measured_evidence(evidence: Any, jit: instruments.GraderJit, steady_ca
     total = first + sum(steady)
     if total > outer_s:
         fail(f"{what}: the timings add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call took "
-              "when the grader timed it: they were not measured during this call. (Milliseconds instead of seconds?)")
+             "when the grader timed it: they were not measured during this call. (Milliseconds instead of seconds?)")
     records = sorted((r for r in jit.functions if r.calls), key=lambda r: -len(r.calls))
     if not records:
         fail(f"{what} never called a function made by the jit it was given: make the audited function with "
-              "audited = jit(...), using the jit argument, and time its calls.")
+             "audited = jit(...), using the jit argument, and time its calls.")
     why = None
     for record in records:
         matched, reason = _match_calls(record, first, steady, _shape_of(evidence.get("shape")),
@@ -160,9 +164,9 @@ def check_measured_evidence(evidence: Any, jit: instruments.GraderJit, steady_ca
     trace_count = evidence.get("trace_count")
     if type(trace_count) is not int or trace_count not in record.counts_after(last):
         fail(f"{what}: trace_count is {trace_count!r:.40}, but the function you timed was traced another number of "
-              "times during this call (jit traces again for every new cache key, and the jit you are given may do "
-              "so more often than jax.jit). Count traces with a counter inside the function you jit, and read it "
-              "after the last call, before make_jaxpr.")
+             "times during this call (jit traces again for every new cache key, and the jit you are given may do "
+             "so more often than jax.jit). Count traces with a counter inside the function you jit, and read it "
+             "after the last call, before make_jaxpr.")
     _check_first_calls_answered(jit, record, matched[0], what)
     if jaxpr_text is not None:
         shape = _shape_of(evidence.get("shape")) or record.calls[matched[0]].shape
@@ -170,7 +174,7 @@ def check_measured_evidence(evidence: Any, jit: instruments.GraderJit, steady_ca
         if not isinstance(jaxpr_text, str) or expected is None or \
                 jaxpr_canonical(jaxpr_text) != jaxpr_canonical(expected):
             fail(f"{what}: the JAXPR saved should be the one of the function you timed, at the shape of its first "
-                  f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation or shape.")
+                 f"call (str(jax.make_jaxpr(audited)(x))); it describes another computation or shape.")
 
 
 def _check_each_timing_is_of_one_call(record, first_call, first_s, steady, what, started, outer_s, slack):
@@ -282,29 +286,33 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
     for part, spans in held.items():
         if not spans:
             fail(f"{what} never called {STAGE_WORDS[part]} on the function it was given: build the chain from it, "
-                  "jitted.trace(x).lower().compile(), and time each step.")
-        if stages[part] + CLOCK_SLACK_S < min(spans):
+                 "jitted.trace(x).lower().compile(), and time each step.")
+        if stages[part] + CLOCK_SLACK_S < spans[0]:  # the function's first: a second chain's comes from caches
             fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than {STAGE_WORDS[part]} took during the "
-                  "call: time it alone, from just before it until it returns.")
+                 "call: time it alone, from just before it until it returns.")
     runs = record.runs if record else []
+    if record and runs and any(call.started < runs[0].started for call in record.calls):
+        fail(f"{what} called the jitted function itself before the compiled program's first run, which ran the "
+             "program then: time the first run of compiled(x), the program compile() returned, before anything "
+             "else runs it.")
     if not runs:
         fail(f"{what} never ran the program it compiled: time compiled(x) for the first run and the steady runs.")
     if runs[0].span_s is None:
         fail(f"{what}: the compiled program's first run was never waited for, so first_run_s cannot include it. "
-              "Call block_until_ready() on its result before you stop the clock.")
+             "Call block_until_ready() on its result before you stop the clock.")
     if stages["first_run_s"] + CLOCK_SLACK_S < runs[0].span_s:
         fail(f"{what}: first_run_s ({stages['first_run_s'] * 1e3:.3f} ms) is shorter than the compiled program's "
-              "first run took. Was it run before the run you timed? Time its very first run, from just before "
-              "compiled(x) until block_until_ready() returns, and nothing before it.")
+             "first run took. Was it run before the run you timed? Time its very first run, from just before "
+             "compiled(x) until block_until_ready() returns, and nothing before it.")
     later = [run.span_s for run in runs[1:] if run.span_s is not None]
     if not covers(stages["steady_run_s"], later, CLOCK_SLACK_S):
         fail(f"{what}: the steady runs do not each cover a later run of the compiled program of their own, waited "
-              f"for ({len(later)} later runs were waited for): time each steady run from just before compiled(x) "
-              "until block_until_ready() returns.")
+             f"for ({len(later)} later runs were waited for): time each steady run from just before compiled(x) "
+             "until block_until_ready() returns.")
     total = sum(stages[part] for part in STAGE_PARTS) + sum(stages["steady_run_s"])
     if total > outer_s + CLOCK_SLACK_S:
         fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "
-              "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
+             "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
     _check_each_part_is_its_own(record, stages, started, outer_s, what)
 
 
@@ -324,11 +332,11 @@ def _check_each_part_is_its_own(record, stages, started, outer_s, what):
     bounds = {kind: [(release - arrival, longest[i]) for i, (arrival, release, done) in enumerate(events)
                      if done == kind and release is not None] for kind in ("trace", "lower", "compile", "run")}
     for part in ("trace_s", "lower_s", "compile_s"):
-        if not fits([stages[part]], bounds[part[:-2]], CLOCK_SLACK_S):
+        if not fits([stages[part]], bounds[part[:-2]][:1], CLOCK_SLACK_S):
             fail(f"{what}: {part} ({stages[part] * 1e3:.3f} ms) is longer than {STAGE_WORDS[part]} could have taken "
-                  "on a clock around it alone: time each stage on its own, from just before it until it returns.")
+                 "on a clock around it alone: time each stage on its own, from just before it until it returns.")
     runs = bounds["run"]
     if not fits([stages["first_run_s"]], runs[:1], CLOCK_SLACK_S) or \
             not fits(stages["steady_run_s"], runs[1:], CLOCK_SLACK_S):
         fail(f"{what}: a run's timing is longer than that run could have taken on a clock around it alone: time "
-              "each run of the compiled program on its own, from just before compiled(x) until its result is ready.")
+             "each run of the compiled program on its own, from just before compiled(x) until its result is ready.")

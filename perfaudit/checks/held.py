@@ -140,7 +140,12 @@ class SlowFunction:
         self.arrived_at.append(arrived)
 
     def hold_result(self, asked):
-        """The caller asked at `asked` to wait for a result: let it be ready after its delay."""
+        """The caller asked at `asked` to wait for a result: let it be ready after its delay. With a delay inside each
+        call, only a call that arrived and whose result was not let be ready yet has a result to wait for: an ask
+        with none pending (the student's process asking before its call) is answered at once and recorded nowhere,
+        so a release can never come before its call."""
+        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at):
+            return
         time.sleep(self.delay_s)
         released = time.perf_counter()
         self.waited_s.append(released - asked)

@@ -19,7 +19,7 @@ def workload(x):
 
 
 def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=True, said_traces=None, stall_s=0.0,
-                    body=None, arrange=list):
+                    body=None, arrange=list, compile_ahead=False):
     """notebook 3's gather_evidence, with the mistakes a student makes switched on one at a time; `stall_s`: each
     steady call takes that much longer, as on a machine busy with other work; `arrange`: what is done to the steady
     timings before they are returned."""
@@ -43,6 +43,8 @@ def gather_evidence(steady_calls=50, jit=jax.jit, warm_first=False, synchronize=
 
     if warm_first:
         audited(x16).block_until_ready()
+    if compile_ahead:
+        audited.lower(x16).compile()
     first_call_s = time_call(x16)
     steady_s = [time_call(x16, stall_s) for _ in range(steady_calls)]
     audited(x32).block_until_ready()
@@ -57,6 +59,8 @@ def test_gather_evidence_is_checked_against_the_graders_own_jit():
         measured.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, synchronize=False))
     with pytest.raises(AssertionError, match="first_call_s .* is shorter than the first call of the function you"):
         measured.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, warm_first=True))
+    with pytest.raises(AssertionError, match="compiled ahead of the call you timed as its first"):
+        measured.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, compile_ahead=True))
     with pytest.raises(AssertionError, match="trace_count is 2, but the function you timed was traced another number"):
         measured.check_gather_evidence(lambda k, jit: gather_evidence(k, jit, said_traces=2))  # always 3 or more
     with pytest.raises(AssertionError, match="never called a function made by the jit it was given"):
