@@ -239,6 +239,8 @@ def run(options, out=sys.stdout):
         found = diagnose.diagnose(work, expected)
         refusals.withhold(found, withheld)
         todo[student] = (found, print_)
+    for student, withheld in refusals.needs_you(submitted, said, ASSIGNMENT).items():
+        batch.needs_you.setdefault(student, withheld)  # nothing placed for them (no folder): they need you all the same
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
     before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)
