@@ -44,6 +44,7 @@ class ClassData:
     scores: dict = field(default_factory=dict)  # {student: {test key: score}}
     messages: dict = field(default_factory=dict)  # {student: {test key: message}}, failed tests only
     not_graded: dict = field(default_factory=dict)  # {student: {notebook: reason}}: no autograded notebook
+    penalties: dict = field(default_factory=dict)  # {student: {notebook: nbgrader's late penalty}}, where one was taken
 
     def notebooks(self):
         """{notebook: maximum} in notebook order."""
@@ -57,6 +58,13 @@ class ClassData:
 
     def total(self, student):
         return sum(self.scores[student].get(t.key, 0) for t in self.tests)
+
+    def final_score(self, student, notebook):
+        """The notebook's score less nbgrader's late penalty: the grade the summary, grades.csv and the LMS show."""
+        return self.notebook_score(student, notebook) - self.penalties.get(student, {}).get(notebook, 0)
+
+    def final_total(self, student):
+        return sum(self.final_score(student, notebook) for notebook in self.notebooks())
 
 
 def cause(message):
@@ -90,12 +98,25 @@ def read(url, course_id, assignment, autograded, students=None):
                 .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
                 .all()
             )
+            penalties = (
+                db.query(Student.id, Notebook.name, SubmittedNotebook.late_submission_penalty)
+                .select_from(SubmittedNotebook)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .filter(Assignment.name == assignment, SubmittedNotebook.late_submission_penalty > 0)
+                .all()
+            )
     finally:
         engine.dispose()
     wanted = None if students is None else set(students)
     for student, notebook, test, score in rows:
         if wanted is None or student in wanted:
             data.scores.setdefault(student, {})[f"{notebook}/{test}"] = float(score or 0)
+    for student, notebook, penalty in penalties:
+        if student in data.scores:
+            data.penalties.setdefault(student, {})[notebook] = float(penalty)
     state = statefolder.State(autograded)
     for student in data.scores:
         data.messages[student], worth = {}, {}
