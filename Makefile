@@ -58,7 +58,8 @@ lab: $(VENV)/installed  ## students: JupyterLab on your working copy work/perfor
 student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what students download (no solutions, no hidden tests)
 	python -m perfaudit.instructor.student_copy
 
-# --no-db: a gradebook that holds submissions refuses a changed assignment; make grade records it when missing.
+# --no-db: a gradebook that holds submissions refuses a changed assignment; make grade records it when missing
+# or out of step with source/ (a hidden test or its points changed), then grades again those graded before.
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force --no-db
 

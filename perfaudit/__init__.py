@@ -3,10 +3,8 @@
 Commands, one module each, run from the course directory (in brackets: the make target that runs it):
   python -m perfaudit.check          one stage's notebook and its checks: PASS or FAIL [make check]
   python -m perfaudit.lab            JupyterLab on the student's working copy, nbgrader's Validate working [make lab]
-  python -m perfaudit.instructor.demo
-                                     the instructor's main job on sample students: release, autograde [make demo]
-  python -m perfaudit.instructor.student_copy
-                                     the zip students download: no solution, no hidden test [make student-copy]
+  python -m perfaudit.instructor.demo the instructor's main job on sample students: release, autograde [make demo]
+  python -m perfaudit.instructor.student_copy the zip students download, no solution or hidden test [make student-copy]
   python -m perfaudit.grade          grade submitted/ or an LMS download on Dask: grades, feedback [make grade]
   python -m perfaudit.serve          grade each submission in the exchange as it arrives, a fair limit [make serve]
   python -m perfaudit.hub.accounts   the class's local accounts from a roster [make hub-users]

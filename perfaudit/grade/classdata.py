@@ -48,6 +48,8 @@ class ClassData:
     messages: dict[str, dict[str, str]] = field(default_factory=dict)
     # {student: {notebook: reason}}: no autograded notebook
     not_graded: dict[str, dict[str, str]] = field(default_factory=dict)
+    # {student: {notebook: nbgrader's late penalty}}, where one was taken
+    penalties: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def notebooks(self) -> dict[str, float]:
         """{notebook: maximum} in notebook order."""
@@ -61,6 +63,13 @@ class ClassData:
 
     def total(self, student: str) -> float:
         return sum(self.scores[student].get(t.key, 0) for t in self.tests)
+
+    def final_score(self, student: str, notebook: str) -> float:
+        """The notebook's score less nbgrader's late penalty: the grade the summary, grades.csv and the LMS show."""
+        return self.notebook_score(student, notebook) - self.penalties.get(student, {}).get(notebook, 0)
+
+    def final_total(self, student: str) -> float:
+        return sum(self.final_score(student, notebook) for notebook in self.notebooks())
 
 
 def cause(message: str) -> str:
@@ -95,12 +104,25 @@ def read(url: str, course_id: str, assignment: str, autograded: str | Path,
                 .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
                 .all()
             )
+            penalties = (
+                db.query(Student.id, Notebook.name, SubmittedNotebook.late_submission_penalty)
+                .select_from(SubmittedNotebook)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .filter(Assignment.name == assignment, SubmittedNotebook.late_submission_penalty > 0)
+                .all()
+            )
     finally:
         engine.dispose()
     wanted = None if students is None else set(students)
     for student, notebook, test, score in rows:
         if wanted is None or student in wanted:
             data.scores.setdefault(student, {})[f"{notebook}/{test}"] = float(score or 0)
+    for student, notebook, penalty in penalties:
+        if student in data.scores:
+            data.penalties.setdefault(student, {})[notebook] = float(penalty)
     state = statefolder.State(autograded)
     for student in data.scores:
         data.messages[student], worth = {}, {}

@@ -134,7 +134,8 @@ def _distribution_section(data):
                      _number(sum(1 for s in scores if s >= maximum), None),
                      _number(sum(1 for s in scores if s == 0), None)])
     table = _table(["notebook", "points", "mean", "median", "full marks", "zero"], rows, "distribution-table")
-    return f'<h2 id="scores">Scores</h2>\n<div class="plots">{"".join(plots)}</div>\n{table}'
+    return (f'<h2 id="scores">Scores</h2>\n<p class="note">Grades after nbgrader\'s late penalty, as the summary, '
+            f'grades.csv and the LMS export give them.</p>\n<div class="plots">{"".join(plots)}</div>\n{table}')
 
 
 def _tests_section(analysed):

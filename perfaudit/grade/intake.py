@@ -302,13 +302,17 @@ def sort_into_submitted(download: str | Path, submitted_dir: str | Path, assignm
         intake.placed[student] = sorted(contents)
         intake.students[student].update(submitted_at=submitted_at, digest=digest)
         _write_nbgrader_files(folder, submitted_at)
+    # A refusal is kept for a student nothing was placed for (their one notebook came twice): the run lists them
+    # under "Needs you" and the export leaves their row alone, instead of forgetting them (refused.py).
+    refused = {s: {**earlier.get(s, {}), **r} for s, r in intake.students.items()
+               if s not in intake.placed and r.get("refused")}
     intake.students = {s: r for s, r in intake.students.items() if s in intake.placed}
     for student, record in intake.students.items():
         if record["late"]:
             intake.late[student] = "the LMS says so"
         elif due is not None and newest[student].replace(tzinfo=None) > due:
             intake.late[student] = f"after the due date, {due.strftime('%Y-%m-%d %H:%M:%S')} UTC"
-    _save_record(submitted_dir, intake.students)
+    _save_record(submitted_dir, {**intake.students, **refused})
     return intake
 
 

@@ -73,11 +73,11 @@ def analyse(data: ClassData) -> list[Item]:
 
 
 def distributions(data: ClassData) -> dict[str, tuple[list[float], float]]:
-    """{notebook or "total": (scores of every student, maximum)}."""
+    """{notebook or "total": (scores of every student, maximum)}: the grades, after nbgrader's late penalty."""
     students = sorted(data.scores)
-    found = {nb: ([data.notebook_score(s, nb) for s in students], maximum)
+    found = {nb: ([data.final_score(s, nb) for s in students], maximum)
              for nb, maximum in data.notebooks().items()}
-    found["total"] = ([data.total(s) for s in students], sum(data.notebooks().values()))
+    found["total"] = ([data.final_total(s) for s in students], sum(data.notebooks().values()))
     return found
 
 

@@ -54,7 +54,7 @@ def changes(before: ClassData, after: ClassData) -> list[dict[str, Any]]:
         moved = [t for t in after.tests if old.get(t.key, 0.0) != new.get(t.key, 0.0)]
         if not moved:
             continue
-        old_total, new_total = before.total(student), after.total(student)
+        old_total, new_total = before.final_total(student), after.final_total(student)  # as the summary says them
         direction = "up" if new_total > old_total else "down" if new_total < old_total else "same total"
         for test in moved:
             rows.append({

@@ -31,6 +31,7 @@ from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook,
                              summary, task, worker)
 from perfaudit.grade.coursedir import nbgrader
 from perfaudit.grade.diagnose import Diagnosis
+from perfaudit.grade.definition import out_of_step
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
 
@@ -131,17 +132,35 @@ def _expected_ids(course_gb):
     return {nb.name: [c.name for c in nb.source_cells] for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
 
 
-def _assignment(course_dir, url, course_id, out):
+def _assignment(course_dir, url, course_id, source, out):
     """({notebook: grade ids}, due date or None) from the gradebook. A gradebook without the assignment (the first
     grading after `make release`, which writes no gradebook) gets it from source/, as nbgrader generate_assignment
-    records it, into a scratch release: the class's notebooks/ is left as it is."""
+    records it, into a scratch release: the class's notebooks/ is left as it is. So does a gradebook whose tests or
+    points differ from source/ (a hidden test edited, then `make release`): nobody is graded, or graded again,
+    against tests source/ no longer has (perfaudit/grade/definition.py)."""
     with gradebook.opened(url, course_id) as course_gb:
-        if not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments):
-            with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
+        missing = not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments)
+        changed = [] if missing else out_of_step(course_gb.find_assignment(ASSIGNMENT), source)
+    if missing or changed:
+        with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
+            try:
                 nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
                          f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
-            print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
-                  "generate_assignment; notebooks/ untouched).", file=out)
+            except RuntimeError as refusal:
+                if not changed:
+                    raise
+                said = [line for line in str(refusal).splitlines() if "Cannot" in line] or [str(refusal)]
+                raise NothingToGrade(f"source/ differs from the assignment the gradebook holds ({'; '.join(changed)}) "
+                                     f"and nbgrader would not record it again: {said[0].strip()}. Once it holds "
+                                     "submissions, nbgrader takes a cell's new code or points, never a cell added or "
+                                     "removed: put those cells back and run again. Nothing was graded.") from refusal
+    if missing:
+        print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
+              "generate_assignment; notebooks/ untouched).", file=out)
+    elif changed:
+        print(f"source/ changed since the gradebook recorded '{ASSIGNMENT}' ({'; '.join(changed)}): recorded it again "
+              "from source/ (nbgrader generate_assignment; notebooks/ untouched); grades made before are graded "
+              "again.", file=out)
     with gradebook.opened(url, course_id) as course_gb:
         return _expected_ids(course_gb), course_gb.find_assignment(ASSIGNMENT).duedate
 
@@ -173,7 +192,8 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     if options.memory_mb:
         settings["SandboxLimits.memory_mb"] = options.memory_mb
 
-    expected, due = _assignment(course_dir, url, course_id, out)
+    source = course_dir / coursedir.source_directory / ASSIGNMENT
+    expected, due = _assignment(course_dir, url, course_id, source, out)
     resubmitted = {}
     if options.download:
         if not Path(options.download).exists():
@@ -224,6 +244,8 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         found = diagnose.diagnose(work, expected)
         refusals.withhold(found, withheld)
         todo[student] = (found, print_)
+    for student, withheld in refusals.needs_you(submitted, said, ASSIGNMENT).items():
+        batch.needs_you.setdefault(student, withheld)  # nothing placed for them (no folder): they need you all the same
 
     when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
     before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)

@@ -139,10 +139,10 @@ set -u
 cp -a "$COURSE" "$FULL/course" && cd "$FULL/course"
 head -c 200000000 /dev/zero > "$FULL/ballast" 2>/dev/null  # until the disk is full
 python -m perfaudit.grade --no-progress --no-feedback; echo "FIRST RUN EXIT $?"
-python -c "from perfaudit import course; print('AFTER FIRST RUN', sorted(course.scores('.')))"
+python -c "from perfaudit.instructor import course; print('AFTER FIRST RUN', sorted(course.scores('.')))"
 rm "$FULL/ballast"
 python -m perfaudit.grade --no-progress --no-feedback; echo "SECOND RUN EXIT $?"
-python -c "from perfaudit import course; print('SCORES', {s: int(total) for s, total in course.totals('.').items()})"
+python -c "from perfaudit.instructor import course; print('SCORES', {s: int(t) for s, t in course.totals('.').items()})"
 """
 
 

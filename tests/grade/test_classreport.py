@@ -74,6 +74,20 @@ def test_regrade_lists_exactly_the_students_whose_score_moved(tmp_path):
     assert regrade.newest(tmp_path)[1] == written
 
 
+def test_scores_and_regrade_totals_are_grades_after_the_late_penalty():
+    """The Scores section and the regrade's totals are the grades the summary and the LMS show (less nbgrader's
+    late penalty); a test's pass count is the test's own score, whenever the notebook came."""
+    data = _class(CLASS)
+    data.penalties = {"s1": {NB: 4.0}}  # s1's notebook came late: nbgrader's "zero" method took its 4 points
+    found = items.distributions(data)
+    assert found[NB] == ([0, 3, 0, 2, 3], 4.0) and found["total"] == ([0, 3, 0, 2, 3], 4.0)
+    assert [item.passed for item in items.analyse(data)] == [3, 3, 3]
+    after = _class({**CLASS, "s1": (1, 1, 0), "s2": (1, 1, 2)})
+    after.penalties = {"s1": {NB: 2.0}}
+    assert [(r["student"], r["old_total"], r["new_total"], r["direction"]) for r in regrade.changes(data, after)] == [
+        ("s1", 0.0, 0.0, "same total"), ("s2", 3.0, 4.0, "up")]
+
+
 def test_text_from_a_submission_never_becomes_markup(tmp_path):
     data = _class(CLASS, {"s3": {f"{NB}/a": f"ValueError: {HOSTILE}"}})
     data.scores[HOSTILE] = dict(data.scores["s3"])

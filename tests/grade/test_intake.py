@@ -12,7 +12,7 @@ import pytest
 from nbgrader.utils import parse_utc
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import intake
+from perfaudit.grade import intake, refused
 
 NOTEBOOKS = {"01-first-call-vs-steady.ipynb", "02-retracing.ipynb"}
 
@@ -83,6 +83,11 @@ def test_two_files_for_one_notebook_are_reported_not_guessed(tmp_path):
     report = intake.sort_into_submitted(download, tmp_path / "submitted", ASSIGNMENT, NOTEBOOKS)
     assert not (tmp_path / "submitted" / "doejane_12345" / ASSIGNMENT / "02-retracing.ipynb").exists()
     assert len(report.unattributed) == 2 and "2 files claim doejane_12345/02-retracing.ipynb" in report.report()
+    # Nothing was placed for her, yet the refusal is kept: she needs the instructor, and is never forgotten.
+    why = "2 files claim doejane_12345/02-retracing.ipynb; pick one"
+    assert intake.lms_record(tmp_path / "submitted")["doejane_12345"]["refused"] == {"02-retracing.ipynb": why}
+    assert refused.needs_you(tmp_path / "submitted", intake.lms_record(tmp_path / "submitted"), ASSIGNMENT) == {
+        "doejane_12345": {"02-retracing": f"not graded: {why}"}}
 
 
 def test_an_existing_submission_is_never_overwritten(tmp_path):

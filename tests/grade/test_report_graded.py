@@ -12,12 +12,12 @@ student's exception message carrying markup shown as text.
 import hashlib
 import io
 import json
-from html.parser import HTMLParser
 
 import nbformat
 import numpy as np
 import pytest
 from courses import NB1, make_course
+from html_tables import Tables
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, notebooks, paths
@@ -107,38 +107,6 @@ def graded(tmp_path_factory):
 def test_exact_scores_from_the_gradebook(graded):
     for scores, expected in ((graded["scores_first"], EXPECTED), (graded["scores_changed"], AFTER_CHANGE)):
         assert scores == {s: {NB1: expected[s], **dict.fromkeys(OTHERS, 0)} for s in expected}
-
-
-class Tables(HTMLParser):
-    """Every table of a page with an id: {id: [[(text, data-value or None) per cell] per body row]}."""
-
-    def __init__(self, page):
-        super().__init__()
-        self.tables, self.table, self.row, self.cell, self.in_body = {}, None, None, None, False
-        self.feed(page)
-
-    def handle_starttag(self, tag, attrs):
-        attrs = dict(attrs)
-        if tag == "table" and "id" in attrs:
-            self.table = self.tables.setdefault(attrs["id"], [])
-        elif tag == "tbody":
-            self.in_body = True
-        elif tag == "tr" and self.table is not None and self.in_body:
-            self.row = []
-            self.table.append(self.row)
-        elif tag == "td" and self.row is not None:
-            self.cell = ["", attrs.get("data-value")]
-
-    def handle_endtag(self, tag):
-        if tag == "td" and self.cell is not None:
-            self.row.append((self.cell[0], self.cell[1]))
-            self.cell = None
-        elif tag == "table":
-            self.table, self.row, self.in_body = None, None, False
-
-    def handle_data(self, data):
-        if self.cell is not None:
-            self.cell[0] += data
 
 
 def _page(graded):
