@@ -32,6 +32,16 @@ def test_three_stages_of_the_program(x16):
     assert "fusion" not in texts["jaxpr"], "the JAXPR is not the optimized program"
 
 
+def test_the_matrix_product_and_tanh_run_in_fusions_of_their_own(x16):
+    # Notebook 4: XLA does not fuse tanh into the matrix product; on CPU the product goes to a library kernel.
+    found = program.fusions(jax.jit(workload).lower(x16).compile().as_text())
+    (with_dot,) = [fusion for fusion in found if "dot" in fusion[2]]
+    (with_tanh,) = [fusion for fusion in found if "tanh" in fusion[2]]
+    assert "tanh" not in with_dot[2] and "dot" not in with_tanh[2], found
+    if jax.default_backend() == "cpu":
+        assert with_dot[1] == "kCustom" and with_tanh[1] == "kLoop", found
+
+
 def test_cost_model_states_its_conventions(x16):
     _, compiled = program.stages(workload, x16)
     model = program.cost_model(compiled.cost_analysis(), N)
