@@ -2,9 +2,10 @@
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
-from perfaudit import sweep
+from perfaudit import profiling, sweep
 
 
 def workload(x):
@@ -41,6 +42,19 @@ def test_the_computation_grows_with_n_and_is_a_small_part_of_a_16x16_call(rows):
 def test_a_tiny_program_runs_inline_and_a_large_one_does_not(rows):
     assert rows[4]["ready_on_return"] == 1.0  # 128 flops: XLA runs it before the call returns
     assert rows[1024]["ready_on_return"] < 1.0  # ~2e9 flops: the call returns before the result is ready
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="XLA's inline threshold is the CPU client's")
+def test_the_inline_threshold_decides_which_thread_runs_the_program(tmp_path):
+    # What ready on return cannot show: where the program ran. A profiler trace names the thread of each operation.
+    threads = {}
+    for n in (4, 16):
+        x = jax.device_put(np.eye(n, dtype=np.float32))
+        rows = profiling.summary(profiling.trace_steady_calls(workload, x, tmp_path / f"{n}x{n}", calls=3))
+        labels = profiling.thread_labels(rows)
+        threads[n] = {labels[thread] for thread, name, _, _ in rows if "tanh" in name and not name.startswith("end")}
+    assert threads[4] == {"caller"}, "128 flops: run inline, on the calling thread"
+    assert threads[16] and "caller" not in threads[16], "8192 flops: handed to a worker thread"
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="jax_cpu_enable_async_dispatch is a CPU setting")
