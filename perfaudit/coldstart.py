@@ -16,8 +16,10 @@ second process's "compile" is a load from disk, and JAX counts it as a cache hit
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 COMPILE_EVENTS = {
@@ -64,9 +66,12 @@ def _first_call(jax, x):
     return {"first_call_s": first_call_s, **parts, "cache_hits": counts[CACHE_HIT], "cache_misses": counts[CACHE_MISS]}
 
 
-def measure(cache_dir=None):
+def measure(cache_dir=None, imported=None):
     """In this process, which must not have imported JAX yet: import JAX, start the backend, then a first call
-    (the cold process) and, after jax.clear_caches(), a first call of a new jit (the cold function)."""
+    (the cold process) and, after jax.clear_caches(), a first call of a new jit (the cold function).
+
+    imported, when given, is called once JAX is imported and before anything else: in_fresh_processes waits there
+    until it is this process's turn to measure."""
     if "jax" in sys.modules:
         raise RuntimeError("perfaudit.coldstart.measure needs a process that has not imported JAX yet")
     start = time.perf_counter()
@@ -74,6 +79,8 @@ def measure(cache_dir=None):
     import numpy as np
 
     import_s = time.perf_counter() - start
+    if imported is not None:
+        imported()
     if cache_dir is None:
         jax.config.update("jax_enable_compilation_cache", False)
     else:
@@ -90,13 +97,54 @@ def measure(cache_dir=None):
             "cold_process": cold_process, "cold_function": cold_function}
 
 
+READY, GO = "imported", "go"  # what a process that waits for its turn says, and what starts its measurement
+
+
 def in_fresh_process(cache_dir=None):
     """measure() in a new Python process; its result."""
-    command = [sys.executable, "-m", "perfaudit.coldstart"] + (["--cache-dir", str(cache_dir)] if cache_dir else [])
-    done = subprocess.run(command, capture_output=True, text=True)  # measure() sets the cache options itself
-    if done.returncode != 0:
-        raise RuntimeError(f"the fresh process measuring a cold start failed:\n{done.stderr[-2000:]}")
-    return json.loads(done.stdout)
+    return in_fresh_processes([cache_dir])[0]
+
+
+def in_fresh_processes(cache_dirs):
+    """measure() in one new Python process per entry of cache_dirs (None: no persistent cache); their results.
+
+    The processes start together and import JAX side by side (most of a fresh process's second, and so each
+    import_s is an import beside the others'); then each measures alone, in the order given: the next one is told
+    to start only when the one before has exited, so no measurement shares the machine with another of these
+    processes, and a cache the one before wrote is on disk for the next."""
+    processes = []
+    try:
+        for cache_dir in cache_dirs:
+            command = [sys.executable, "-m", "perfaudit.coldstart", "--wait"]
+            command += ["--cache-dir", str(cache_dir)] if cache_dir else []
+            errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: nothing the process writes can block it
+            processes.append((subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=errors, text=True), errors))
+        for process, errors in processes:
+            if process.stdout.readline().strip() != READY:
+                _failed(process, errors)
+        results = []
+        for process, errors in processes:
+            process.stdin.write(GO + "\n")
+            process.stdin.close()
+            out = process.stdout.read()
+            if process.wait() != 0:
+                _failed(process, errors)
+            results.append(json.loads(out))
+        return results
+    finally:
+        for process, errors in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            errors.close()
+
+
+def _failed(process, errors):
+    process.kill()
+    process.wait()
+    errors.seek(0)
+    raise RuntimeError(f"the fresh process measuring a cold start failed:\n{errors.read()[-2000:]}")
 
 
 def table(runs):
@@ -119,9 +167,20 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m perfaudit.coldstart", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache-dir", help="turn the persistent compilation cache on, in this directory, with no "
                                             "minimum compile time")
+    parser.add_argument("--wait", action="store_true",
+                        help=f"once JAX is imported, say {READY!r} and wait for a line on stdin before measuring")
     args = parser.parse_args(argv)
-    print(json.dumps(measure(args.cache_dir)))
+
+    def wait_for_turn():
+        print(READY, flush=True)
+        if sys.stdin.readline().strip() != GO:  # whoever started this process is gone: measure nothing
+            os._exit(1)
+
+    print(json.dumps(measure(args.cache_dir, wait_for_turn if args.wait else None)), flush=True)
 
 
 if __name__ == "__main__":
     main()
+    # Done: skip the interpreter's shutdown, which with JAX's backend started takes 0.15-0.2 s here (its thread
+    # pools) that whoever waits for this process would count. The cache, if any, was written during the calls.
+    os._exit(0)

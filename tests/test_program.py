@@ -3,6 +3,9 @@
 Relations and structure only, never an absolute time.
 """
 
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -64,9 +67,8 @@ def test_a_profiler_trace_of_steady_calls_shows_dispatch_and_the_program(x16, tm
 
 
 def test_a_persistent_cache_turns_a_second_process_compile_into_a_load(tmp_path):
-    plain = coldstart.in_fresh_process()
-    first = coldstart.in_fresh_process(tmp_path)
-    second = coldstart.in_fresh_process(tmp_path)
+    # Started together, measured one after the other: the second process finds what the first one wrote.
+    plain, first, second = coldstart.in_fresh_processes([None, tmp_path, tmp_path])
     assert plain["persistent_cache_dir"] is None
     for kind in ("cold_process", "cold_function"):
         assert plain[kind]["cache_hits"] == plain[kind]["cache_misses"] == 0, "no cache, no cache events"
@@ -78,6 +80,18 @@ def test_a_persistent_cache_turns_a_second_process_compile_into_a_load(tmp_path)
     assert any(tmp_path.iterdir()), "the first process wrote the cache"
     table = coldstart.table({"plain": plain, "cache": second}).splitlines()
     assert len(table) == 5 and "cache hits" in table[0]
+
+
+def test_one_fresh_process_measures_a_cold_start_on_its_own():
+    run = coldstart.in_fresh_process()
+    assert run["persistent_cache_dir"] is None and run["import_s"] > 0
+    assert run["cold_process"]["first_call_s"] > 0 and run["cold_function"]["first_call_s"] > 0
+
+
+def test_a_process_waiting_for_its_turn_measures_nothing_when_no_turn_comes():
+    done = subprocess.run([sys.executable, "-m", "perfaudit.coldstart", "--wait"], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and done.stdout.split() == [coldstart.READY], done.stderr
 
 
 def test_measuring_a_cold_start_needs_a_process_without_jax():
