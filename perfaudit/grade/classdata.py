@@ -4,7 +4,8 @@ What the class report (classreport.py) and the regrade diff (regrade.py) read, f
 1,000 students cost one round trip, not one per grade) and the autograded notebooks (each failed test cell holds
 the one error the grader wrote: its message for the student). A notebook with no autograded copy was not graded:
 its tests' message is the reason the batch recorded in its state folder (perfaudit/autograde/statefolder.py),
-"missing: ...".
+"missing: ...". A notebook whose row the gradebook does not hold (refused at intake: perfaudit/grade/refused.py) is
+withheld: no score, not a 0, so it counts in no distribution, pass count or total.
 Messages come from submissions (a student's exception can say anything): whoever shows one escapes it.
 """
 
@@ -50,6 +51,8 @@ class ClassData:
     not_graded: dict[str, dict[str, str]] = field(default_factory=dict)
     # {student: {notebook: nbgrader's late penalty}}, where one was taken
     penalties: dict[str, dict[str, float]] = field(default_factory=dict)
+    # {student: {notebook: reason}}: no row in the gradebook (refused at intake), so no score and no total
+    withheld: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def notebooks(self) -> dict[str, float]:
         """{notebook: maximum} in notebook order."""
@@ -70,6 +73,14 @@ class ClassData:
 
     def final_total(self, student: str) -> float:
         return sum(self.final_score(student, notebook) for notebook in self.notebooks())
+
+    def graded(self, student: str, notebook: str) -> bool:
+        """Whether the gradebook holds the student's notebook (not withheld)."""
+        return notebook not in self.withheld.get(student, {})
+
+    def complete(self, student: str) -> bool:
+        """Whether every notebook of the student is held (graded): only then has the student a total."""
+        return not self.withheld.get(student)
 
 
 def cause(message: str) -> str:
@@ -104,6 +115,16 @@ def read(url: str, course_id: str, assignment: str, autograded: str | Path,
                 .filter(Assignment.name == assignment, GradeCell.cell_type == "code")
                 .all()
             )
+            held = (
+                db.query(Student.id, Notebook.name)
+                .select_from(SubmittedNotebook)
+                .join(Notebook, SubmittedNotebook.notebook_id == Notebook.id)
+                .join(SubmittedAssignment, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
+                .join(Assignment, SubmittedAssignment.assignment_id == Assignment.id)
+                .join(Student, SubmittedAssignment.student_id == Student.id)
+                .filter(Assignment.name == assignment)
+                .all()
+            )
             penalties = (
                 db.query(Student.id, Notebook.name, SubmittedNotebook.late_submission_penalty)
                 .select_from(SubmittedNotebook)
@@ -124,10 +145,18 @@ def read(url: str, course_id: str, assignment: str, autograded: str | Path,
         if student in data.scores:
             data.penalties.setdefault(student, {})[notebook] = float(penalty)
     state = statefolder.State(autograded)
+    rows_held: dict[str, set[str]] = {}
+    for student, notebook in held:
+        rows_held.setdefault(student, set()).add(notebook)
+    for student in data.scores:
+        for notebook in sorted(set(data.notebooks()) - rows_held.get(student, set())):
+            data.withheld.setdefault(student, {})[notebook] = _reason(state, student, notebook)
     for student in data.scores:
         data.messages[student], worth = {}, {}
         for notebook in data.notebooks():
             path = autograded / student / assignment / f"{notebook}.ipynb"
+            if not data.graded(student, notebook):
+                continue
             if path.is_file():
                 failures, worth_then = _failures(path, notebook)
                 data.messages[student].update(failures)
@@ -135,6 +164,8 @@ def read(url: str, course_id: str, assignment: str, autograded: str | Path,
             else:
                 data.not_graded.setdefault(student, {})[notebook] = _reason(state, student, notebook)
         for test in data.tests:  # a failed test with no error shown: the message says so
+            if not data.graded(student, test.notebook):
+                continue
             score = data.scores[student].get(test.key, 0)
             if score < test.points and test.key not in data.messages[student]:
                 data.messages[student][test.key] = data.not_graded.get(student, {}).get(

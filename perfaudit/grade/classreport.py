@@ -6,7 +6,8 @@ It reads the gradebook (any URL nbgrader takes: sqlite or PostgreSQL), the autog
 keeps beside them in autograded/.batch-grading/ (the records, the reasons, who was not graded), and the newest
 regrade diff in reports/. The page holds the score distributions (histograms drawn with matplotlib, embedded as
 data: URIs), each test's pass count and discrimination (items.py), the most common failure causes per test, the
-last regrade's changes, the time per notebook, and who was not graded and why. It makes no request: its Content
+last regrade's changes, the time per notebook, who needs you (a notebook refused at intake: in none of the page's
+numbers) and who was not graded and why. It makes no request: its Content
 Security Policy allows nothing but data: images and its own inline style and script (a few lines that sort a
 table when its header is clicked). Everything that came from a submission (student ids, folder names, messages)
 is shown through escape.one_line and html.escape.
@@ -28,7 +29,7 @@ from sqlalchemy.engine import make_url
 
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde import statefolder
-from perfaudit.grade import classdata, items, records, regrade
+from perfaudit.grade import classdata, intake, items, records, refused, regrade
 from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line
 
@@ -135,7 +136,8 @@ def _distribution_section(data):
                      _number(sum(1 for s in scores if s == 0), None)])
     table = _table(["notebook", "points", "mean", "median", "full marks", "zero"], rows, "distribution-table")
     return (f'<h2 id="scores">Scores</h2>\n<p class="note">Grades after nbgrader\'s late penalty, as the summary, '
-            f'grades.csv and the LMS export give them.</p>\n<div class="plots">{"".join(plots)}</div>\n{table}')
+            f'grades.csv and the LMS export give them; a notebook not graded (needs you) is in none, nor its '
+            f'student in the total.</p>\n<div class="plots">{"".join(plots)}</div>\n{table}')
 
 
 def _tests_section(analysed):
@@ -206,6 +208,21 @@ def _time_section(data, newest_records):
                          "time-table")
 
 
+def _needs_you_section(data, needs_you):
+    """Each notebook refused at intake and not resolved: intake's reason, else the one the batch kept (no row in the
+    gradebook: graded again once its file is in place)."""
+    found = {student: dict(notebooks) for student, notebooks in data.withheld.items()}
+    for student, notebooks in needs_you.items():
+        found.setdefault(student, {}).update(notebooks)
+    rows = [[student, notebook, why] for student, notebooks in sorted(found.items())
+            for notebook, why in sorted(notebooks.items())]
+    head = ('<h2 id="needs-you">Needs you</h2>\n<p class="note">Notebooks refused at intake: not graded (no score, '
+            "not a 0: in no number above, their student with no total), and nothing of the student's exported, until "
+            "you put the file you choose in their submitted folder and run again.</p>\n")
+    return head + (_table(["student", "notebook", "why"], rows, "needs-you-table") if rows
+                   else "<p>Nobody: no notebook is waiting for you.</p>")
+
+
 def _not_graded_section(data, state_dir):
     rows = []
     try:
@@ -226,14 +243,15 @@ def _not_graded_section(data, state_dir):
 
 
 def render(data: ClassData, analysed: list[items.Item], newest_records: dict[tuple[str, str], dict[str, Any]],
-           reports_dir: Path, state_dir: Path, source: str) -> str:
+           reports_dir: Path, state_dir: Path, source: str, needs_you: dict[str, dict[str, str]] | None = None) -> str:
+    """The page; needs_you: {student: {notebook: "not graded: why"}} refused at intake (refused.needs_you)."""
     maximum = sum(data.notebooks().values())
     sections = [_distribution_section(data), _tests_section(analysed), _failures_section(analysed),
                 _regrade_section(reports_dir), _time_section(data, newest_records),
-                _not_graded_section(data, state_dir)]
+                _needs_you_section(data, needs_you or {}), _not_graded_section(data, state_dir)]
     nav = " &middot; ".join(f'<a href="#{a}">{t}</a>' for a, t in [
         ("scores", "Scores"), ("tests", "Tests"), ("failures", "Failures"), ("regrade", "Regrade"),
-        ("time", "Time"), ("not-graded", "Not graded")])
+        ("time", "Time"), ("needs-you", "Needs you"), ("not-graded", "Not graded")])
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">\n'
             f"<title>Class report: {e(ASSIGNMENT)}</title>\n<style>{STYLE}</style></head>\n<body>\n"
@@ -243,8 +261,9 @@ def render(data: ClassData, analysed: list[items.Item], newest_records: dict[tup
             f"<nav>{nav}</nav>\n" + "\n".join(sections) + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
 
 
-def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Path) -> tuple[Path, float]:
-    """Write reports/class-report.html; return (its path, seconds it took)."""
+def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Path,
+          needs_you: dict[str, dict[str, str]] | None = None) -> tuple[Path, float]:
+    """Write reports/class-report.html; return (its path, seconds it took). needs_you: refused.needs_you's."""
     started = time.monotonic()
     course_dir, autograded = Path(course_dir), Path(autograded)
     state_dir = statefolder.folder(autograded)
@@ -252,7 +271,7 @@ def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Pa
     newest_records = records.latest(records.read(records.path_for(autograded)))
     reports_dir = course_dir / REPORTS_DIR
     source = f"the gradebook {make_url(url).render_as_string(hide_password=True)} and {autograded}"
-    page = render(data, items.analyse(data), newest_records, reports_dir, state_dir, source)
+    page = render(data, items.analyse(data), newest_records, reports_dir, state_dir, source, needs_you)
     reports_dir.mkdir(parents=True, exist_ok=True)
     path = reports_dir / PAGE
     tmp = path.with_name(f"{PAGE}.{os.getpid()}.tmp")
@@ -274,7 +293,7 @@ def after_run(course_dir: str | Path, url: str, course_id: str, autograded: str 
         path = regrade.write_csv(course_dir / REPORTS_DIR, when, rows) if rows else None
         print(regrade.summary_line(rows, path), file=out)
     try:
-        path, seconds = build(course_dir, url, course_id, autograded)
+        path, seconds = build(course_dir, url, course_id, autograded, batch.needs_you)
     except Exception as error:  # noqa: BLE001 - the grades are saved: say so, and how to get the page
         print(f"WARNING: the class report was not written ({type(error).__name__}: {one_line(error)}); the grades "
               "are saved. python -m perfaudit.grade --report writes it from the gradebook.", file=out)
@@ -290,8 +309,10 @@ def build_for(course_dir: str | Path, db_url: str | None = None) -> tuple[Path, 
     venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
     coursedir = course_directory(Path(course_dir).resolve(), db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
+    submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
+    needs_you = refused.needs_you(submitted, intake.lms_record(submitted), ASSIGNMENT)
     try:
-        return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded)
+        return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded, needs_you)
     except MissingEntry:
         raise SystemExit(f"The gradebook ({make_url(coursedir.db_url).render_as_string(hide_password=True)}) has no "
                          f"assignment '{ASSIGNMENT}': nothing graded to report on yet.")

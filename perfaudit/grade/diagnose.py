@@ -18,6 +18,7 @@ from perfaudit.grade.escape import one_line
 class Diagnosis:
     gradable: list[str] = field(default_factory=list)  # notebook names nbgrader can grade
     reasons: dict[str, list[str]] = field(default_factory=dict)  # {notebook name: [problems found]}
+    withheld: list[str] = field(default_factory=list)  # refused at intake (refused.py): no row in the gradebook
 
     def add(self, notebook: str, reason: str) -> None:
         self.reasons.setdefault(notebook, []).append(reason)

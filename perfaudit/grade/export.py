@@ -31,7 +31,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import intake, refused
+from perfaudit.grade import gradebook as grades_kept, intake, refused
 from perfaudit.grade.escape import one_line
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -57,11 +57,19 @@ def course_directory(course_dir: str | Path, db_url: str | None = None) -> Cours
 
 
 def final_grades(db_url: str, course_id: str) -> dict[str, tuple[float, float]]:
-    """{student: (total after the late penalty, maximum)} for the assignment, from the gradebook."""
+    """{student: (total after the late penalty, maximum)} for the assignment, from the gradebook; a student with a
+    notebook not graded (no row: refused at intake) has no total, and is left out."""
     with Gradebook(db_url, course_id) as gradebook:
         assignment = gradebook.find_assignment(ASSIGNMENT)
+        held = grades_kept.withheld(gradebook, ASSIGNMENT)
         return {sub.student.id: (sum(nb.score - (nb.late_submission_penalty or 0) for nb in sub.notebooks),
-                                 assignment.max_score) for sub in assignment.submissions}
+                                 assignment.max_score) for sub in assignment.submissions if sub.student.id not in held}
+
+
+def not_graded(db_url: str, course_id: str) -> dict[str, list[str]]:
+    """{student: [notebooks with no row in their submission]}, from the gradebook."""
+    with Gradebook(db_url, course_id) as gradebook:
+        return grades_kept.withheld(gradebook, ASSIGNMENT)
 
 
 def lms_id(student: str, record: dict[str, dict[str, Any]]) -> str | None:
@@ -211,6 +219,8 @@ def export(lms: str, course_dir: str | Path, roster: str | Path, column: str | N
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     record = intake.lms_record(submitted)
     held = refused.needs_you(submitted, record, ASSIGNMENT)  # refused at intake, not resolved: nothing exported
+    for student, notebooks in not_graded(coursedir.db_url, coursedir.course_id).items():  # resolved, not graded yet
+        held.setdefault(student, dict.fromkeys(notebooks, refused.AGAIN))
     grades = {student: grade for student, grade in grades.items() if student not in held}
     text, lines = canvas(roster, grades, record, column) if lms == "canvas" else moodle(roster, grades, record)
     lines += [f"  NEEDS YOU {one_line(student)}: nothing exported until you resolve it; {nb} {one_line(why)}"

@@ -5,6 +5,11 @@ notebooks and cells, no submissions), on whichever machine runs it, so nothing i
 gradebook. It returns that student's results (scores, comments, timestamp, late penalty) as plain data; the
 client alone writes them into the course's gradebook, applying SaveAutoGrades' rule for needs_manual_grade
 against the manual scores the course gradebook holds.
+
+A notebook refused at intake (perfaudit/grade/refused.py) has no row in the student's submission: nbgrader's
+autograde gives every notebook of the assignment a row, a missing file's tests 0, so the writer removes that row
+(nbgrader's remove_submission_notebook) and puts it back, as nbgrader's add_submission makes it, once the notebook is
+graded. A submission without a row for each notebook of the assignment has no total: that notebook is not graded.
 """
 
 import sqlite3
@@ -14,7 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from nbgrader.api import Base, Gradebook, SubmittedAssignment
+from nbgrader.api import (Base, Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment,
+                          SubmittedNotebook)
 from sqlalchemy import create_engine, insert, inspect, select, text
 
 # What a scratch gradebook needs of the course's gradebook: the assignment's definition, no student data.
@@ -91,7 +97,7 @@ def apply_submission(course_gb: Gradebook, assignment: str, student: str,
     course_gb.update_or_create_student(student)
     target = course_gb.update_or_create_submission(assignment, student, timestamp=timestamp)
     for notebook, graded in results["notebooks"].items():
-        target_nb = course_gb.find_submission_notebook(notebook, assignment, student)
+        target_nb = submitted_notebook(course_gb, notebook, assignment, student)
         target_nb.late_submission_penalty = graded["late_submission_penalty"]
         for name, auto_score in graded["grades"].items():
             kept = course_gb.find_grade(name, notebook, assignment, student)
@@ -108,6 +114,8 @@ def record_empty(course_gb: Gradebook, assignment: str, student: str) -> None:
     """A student with nothing gradable still gets a submission in the gradebook, scored 0."""
     course_gb.update_or_create_student(student)
     submission = course_gb.update_or_create_submission(assignment, student)
+    for notebook in submission.assignment.notebooks:  # one withheld before is 0 now: it was not submitted
+        submitted_notebook(course_gb, notebook.name, assignment, student)
     for nb in submission.notebooks:
         for grade in nb.grades:
             grade.auto_score = 0
@@ -115,18 +123,64 @@ def record_empty(course_gb: Gradebook, assignment: str, student: str) -> None:
     course_gb.db.commit()
 
 
+def submitted_notebook(course_gb: Gradebook, notebook: str, assignment: str, student: str) -> SubmittedNotebook:
+    """The student's row for a notebook of their submission, put back (as nbgrader's add_submission makes it: a grade
+    and comment per cell, no score) where withhold removed it."""
+    try:
+        return course_gb.find_submission_notebook(notebook, assignment, student)
+    except MissingEntry:
+        pass
+    definition = course_gb.find_notebook(notebook, assignment)
+    found = SubmittedNotebook(notebook=definition, assignment=course_gb.find_submission(assignment, student))
+    for cell in definition.grade_cells:
+        Grade(cell_id=cell.id, notebook=found)
+    for cell in definition.solution_cells:
+        Comment(cell_id=cell.id, notebook=found)
+    for cell in definition.task_cells:
+        Comment(cell_id=cell.id, notebook=found)
+        Grade(cell_id=cell.id, notebook=found)
+    course_gb.db.add(found)
+    course_gb.db.commit()
+    return found
+
+
+def withhold(course_gb: Gradebook, assignment: str, student: str, notebooks: list[str]) -> None:
+    """No row for these notebooks of the student's submission (refused at intake): no score, not even a 0."""
+    for notebook in notebooks:
+        try:
+            course_gb.remove_submission_notebook(notebook, assignment, student)
+        except MissingEntry:
+            pass
+
+
+def withheld(course_gb: Gradebook, assignment: str) -> dict[str, list[str]]:
+    """{student: [notebooks of the assignment their submission has no row for]}: not graded, so no total."""
+    found = course_gb.find_assignment(assignment)
+    every = [nb.name for nb in found.notebooks]
+    missing = {sub.student.id: sorted(set(every) - {nb.name for nb in sub.notebooks}) for sub in found.submissions}
+    return {student: notebooks for student, notebooks in missing.items() if notebooks}
+
+
+def maxima(course_gb: Gradebook, assignment: str) -> dict[str, float]:
+    """{notebook: its points} for every notebook of the assignment, in name order."""
+    return {nb.name: nb.max_score for nb in sorted(course_gb.find_assignment(assignment).notebooks,
+                                                   key=lambda nb: nb.name)}
+
+
 def scores(course_gb: Gradebook, assignment: str) -> dict[str, dict[str, tuple[float, float]]]:
     """{student: {notebook: (score, max_score)}}: the score as the gradebook gives it, manual grades and extra credit
-    included, less nbgrader's late penalty (what export.final_grades and the LMS get)."""
+    included, less nbgrader's late penalty (what export.final_grades and the LMS get); a notebook withheld (no row)
+    is absent."""
     return {
         sub.student.id: {nb.name: (nb.score - (nb.late_submission_penalty or 0), nb.max_score) for nb in sub.notebooks}
         for sub in course_gb.find_assignment(assignment).submissions
     }
 
 
-def totals(course_gb: Gradebook, assignment: str) -> dict[str, float]:
-    """{student: total after the late penalty}."""
-    return {student: sum(score for score, _ in found.values())
+def totals(course_gb: Gradebook, assignment: str) -> dict[str, float | None]:
+    """{student: total after the late penalty}, None for a submission with a notebook withheld (not graded)."""
+    held = withheld(course_gb, assignment)
+    return {student: None if student in held else sum(score for score, _ in found.values())
             for student, found in scores(course_gb, assignment).items()}
 
 

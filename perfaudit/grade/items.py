@@ -4,7 +4,9 @@ A test is passed with full points (as the terminal summary counts it). Its discr
 correlation between passing it (1 or 0) and the student's score on the *other* tests (the total less this test's
 points, so a test does not correlate with itself): near 0, passing it says nothing of the rest (a broken test,
 an unclear instruction, or one everyone passes); negative, the strong students fail it. It is undefined when
-everyone or nobody passed, or when the other tests do not vary. Failures are grouped by cause: the message with
+everyone or nobody passed, or when the other tests do not vary. A notebook not graded (withheld: refused at intake)
+counts nowhere: not in its tests' pass counts, not in a distribution, and its student, who has no total, not in
+any discrimination. Failures are grouped by cause: the message with
 its numbers stripped (classdata.cause), with the number of students and one example message each.
 """
 
@@ -53,14 +55,15 @@ def point_biserial(passed: Sequence[int], rest: Sequence[float]) -> float | None
 def analyse(data: ClassData) -> list[Item]:
     """[Item] in notebook order, from ClassData."""
     students = sorted(data.scores)
-    totals = {s: data.total(s) for s in students}
+    totals = {s: data.total(s) for s in students if data.complete(s)}  # a student with no total: in no correlation
     items = []
     for test in data.tests:
         item = Item(test.notebook, test.name, test.points)
         graded = [s for s in students if test.key in data.scores[s]]
         passed = [1 if data.scores[s][test.key] >= test.points else 0 for s in graded]
         item.graded, item.passed = len(graded), sum(passed)
-        item.discrimination = point_biserial(passed, [totals[s] - data.scores[s][test.key] for s in graded])
+        whole = [(ok, totals[s] - data.scores[s][test.key]) for s, ok in zip(graded, passed) if s in totals]
+        item.discrimination = point_biserial([ok for ok, _ in whole], [rest for _, rest in whole])
         groups: dict[str, list[tuple[str, str]]] = {}
         for student, ok in zip(graded, passed):
             message = data.messages.get(student, {}).get(test.key)
@@ -73,11 +76,12 @@ def analyse(data: ClassData) -> list[Item]:
 
 
 def distributions(data: ClassData) -> dict[str, tuple[list[float], float]]:
-    """{notebook or "total": (scores of every student, maximum)}: the grades, after nbgrader's late penalty."""
+    """{notebook or "total": (scores of every student graded on it, maximum)}: the grades, after nbgrader's late
+    penalty; a notebook withheld is in no list, its student in no total."""
     students = sorted(data.scores)
-    found = {nb: ([data.final_score(s, nb) for s in students], maximum)
+    found = {nb: ([data.final_score(s, nb) for s in students if data.graded(s, nb)], maximum)
              for nb, maximum in data.notebooks().items()}
-    found["total"] = ([data.final_total(s) for s in students], sum(data.notebooks().values()))
+    found["total"] = ([data.final_total(s) for s in students if data.complete(s)], sum(data.notebooks().values()))
     return found
 
 

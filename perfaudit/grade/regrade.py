@@ -51,7 +51,8 @@ def changes(before: ClassData, after: ClassData) -> list[dict[str, Any]]:
     rows = []
     for student in sorted(set(before.scores) & set(after.scores)):
         old, new = before.scores[student], after.scores[student]
-        moved = [t for t in after.tests if old.get(t.key, 0.0) != new.get(t.key, 0.0)]
+        moved = [t for t in after.tests if after.graded(student, t.notebook)  # withheld now: no score to compare
+                 and old.get(t.key, 0.0) != new.get(t.key, 0.0)]
         if not moved:
             continue
         old_total, new_total = before.final_total(student), after.final_total(student)  # as the summary says them

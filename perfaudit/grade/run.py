@@ -264,9 +264,13 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     batch.seconds["autograde"] = time.monotonic() - started
     with gradebook.opened(url, course_id) as course_gb:  # named first: grades.csv carries the names
         after = gradebook.totals(course_gb, ASSIGNMENT)
+        held = gradebook.withheld(course_gb, ASSIGNMENT)
         gradebook.name_students(course_gb, intake.lms_record(submitted))
     started = time.monotonic()
     nbgrader("export", f"--db={url}", course_dir=course_dir)
+    refusals.mark_grades_csv(course_dir / "grades.csv", {  # a notebook with no row: no score in grades.csv either
+        student: {nb: batch.needs_you.get(student, {}).get(nb, refusals.AGAIN) for nb in nbs}
+        for student, nbs in held.items()})
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
     batch.again = {student: (before[student], after[student], student in resubmitted)

@@ -12,7 +12,7 @@ import nbformat
 from perfaudit.autograde import versions
 from perfaudit.autograde.execute import NOT_RUN
 from perfaudit.autograde.statefolder import State
-from perfaudit.grade import gradebook
+from perfaudit.grade import gradebook, refused
 from perfaudit.grade.escape import one_line
 
 
@@ -50,6 +50,11 @@ def reasons_for(student: str, notebook: str, score: float, state: State, autogra
     return reasons
 
 
+def _shown(value: float | None) -> str:
+    """A score or total as the summary shows it; None (a notebook with no row in the gradebook) as "not graded"."""
+    return "not graded" if value is None else f"{value:g}"
+
+
 def say(batch: Any, line: str, out: TextIO) -> None:
     """Print a line of the run's setting (versions, sandbox, environment check) unless this run printed it already:
     said before grading, it is not said again in the summary; changed since (the environment check's outcome), it
@@ -72,6 +77,8 @@ def print_summary(url: str, course_id: str, assignment: str, state: State, autog
         scores = gradebook.scores(course_gb, assignment)
         counts = gradebook.pass_counts(course_gb, assignment)
         late = gradebook.penalties(course_gb, assignment)
+        maxima = gradebook.maxima(course_gb, assignment)
+        held = gradebook.withheld(course_gb, assignment)
     print_versions(batch, out)
     if batch.sandbox.startswith("UNSANDBOXED"):  # a warning: said again where the scores are
         print(f"Student code: {batch.sandbox}", file=out)
@@ -98,16 +105,17 @@ def print_summary(url: str, course_id: str, assignment: str, state: State, autog
         said = ("resubmitted: graded again" if resubmitted else
                 f"graded again: the source of {', '.join(batch.stale[student])} changed" if student in batch.stale
                 else "graded again")
-        print(f"{one_line(student)}: {said} ({old:g} -> {new:g})", file=out)
-    notebooks = sorted(next(iter(scores.values())))
+        print(f"{one_line(student)}: {said} ({_shown(old)} -> {_shown(new)})", file=out)
+    notebooks = list(maxima)
     short = {nb: nb.split("-")[0] for nb in notebooks}
-    maxima = {nb: next(iter(scores.values()))[nb][1] for nb in notebooks}
     header = ["student"] + [f"{short[nb]} /{maxima[nb]:g}" for nb in notebooks] + [f"total /{sum(maxima.values()):g}"]
-    withheld = batch.needs_you
+    # refused at intake: no row in the gradebook (held), and the reason intake gave (batch.needs_you)
+    withheld = {student: {**dict.fromkeys(held.get(student, []), refused.AGAIN), **batch.needs_you.get(student, {})}
+                for student in set(held) | set(batch.needs_you)}
     rows = [
-        [one_line(student)] + ["not graded" if nb in withheld.get(student, {}) else f"{scores[student][nb][0]:g}"
-                               for nb in notebooks]
-        + ["not graded" if student in withheld else f"{sum(scores[student][nb][0] for nb in notebooks):g}"]
+        [one_line(student)] + [_shown(None if nb in withheld.get(student, {}) or nb not in scores[student]
+                                      else scores[student][nb][0]) for nb in notebooks]
+        + [_shown(None if student in withheld else sum(scores[student][nb][0] for nb in notebooks))]
         for student in sorted(scores)
     ]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -118,8 +126,8 @@ def print_summary(url: str, course_id: str, assignment: str, state: State, autog
     if withheld:
         print("\nNeeds you (refused at intake: not graded, and nothing of theirs exported, until you put the file you "
               "choose in their submitted folder and run again):", file=out)
-        for student, refused in sorted(withheld.items()):
-            for nb, why in sorted(refused.items()):
+        for student, notebooks_refused in sorted(withheld.items()):
+            for nb, why in sorted(notebooks_refused.items()):
                 print(f"  {one_line(student)} {nb}: {one_line(why)}", file=out)
 
     print("\nZeros and problems:", file=out)
@@ -132,11 +140,12 @@ def print_summary(url: str, course_id: str, assignment: str, state: State, autog
             reasons = reasons_for(student, nb, raw, state, autograded, assignment)
             if penalty:
                 reasons.insert(0, f"late: nbgrader's late penalty took {penalty:g} of {raw:g} points")
-            if nb not in scores[student]:
+            if nb not in scores[student] and nb not in maxima:  # a file that is no notebook of ours
                 print("".join(f"  {one_line(student)} {one_line(reason)}\n" for reason in reasons), end="", file=out)
                 any_problem = any_problem or bool(reasons)
                 continue
-            shown = "not graded" if nb in withheld.get(student, {}) else f"{score:g}/{maxima[nb]:g}"
+            shown = ("not graded" if nb in withheld.get(student, {}) or nb not in scores[student]
+                     else f"{score:g}/{maxima[nb]:g}")
             for reason in reasons:
                 any_problem = True
                 print(f"  {one_line(student)} {nb} ({shown}): {one_line(reason)}", file=out)

@@ -4,7 +4,8 @@ A grading task (perfaudit/grade/task.py) returns a GradingResult of plain data; 
 writes it: the scores into the course's gradebook, the autograded notebooks and feedback pages into autograded/
 and feedback/, the record behind each notebook's grade (perfaudit/grade/records.py) and the student's state in
 the batch state folder (the fingerprint of the files graded, the reasons), so the batch's next run skips a student
-whose submission is unchanged, whoever graded it. A student with nothing graded gets 0 and the reasons.
+whose submission is unchanged, whoever graded it. A student with nothing graded gets 0 and the reasons; a notebook
+refused at intake gets no row at all (not graded, never a 0).
 """
 
 import time
@@ -57,6 +58,7 @@ class ResultWriter:
                                              feedback)
         else:
             gradebook.record_empty(self.course_gb, self.assignment, student)
+        gradebook.withhold(self.course_gb, self.assignment, student, diagnosis.withheld)
         kept = {"fingerprint": fingerprint, "reasons": reasons, "graded_at": time.time(), **marks}
         if result is not None and result.feedback_failure:
             kept["feedback_failure"] = result.feedback_failure
