@@ -21,8 +21,10 @@ def _students(grades_csv):
 def test_the_class_s_grades_after_demo_then_grade_hold_no_sample_student(tmp_path, capsys):
     root = make_course(tmp_path)
     (root / "submitted").mkdir()
-    # A class student who handed in the untouched release (the sample's notebooks under the student's own name).
-    samples.write_submission("untouched", root / "submitted").parent.rename(root / "submitted" / "doejane_12345")
+    # A class student who handed in the untouched release of notebook 1 (the sample's notebook under the student's
+    # own name): one notebook puts the student in the class's gradebook, which is all the test reads of it.
+    samples.write_submission("untouched", root / "submitted", stages=[1]).parent.rename(
+        root / "submitted" / "doejane_12345")
 
     assert demo.main(["--course", str(root)]) == 0
     said = capsys.readouterr().out

@@ -1,8 +1,8 @@
 """The same submissions get the same scores on a busy machine: benchmarks/verdicts_under_load.py, small.
 
-The slow test grades two samples twice with each grader while one busy loop per core runs; the fast ones check the
-load generator (it starts, stops itself, dies with its parent, is gone afterwards) and the report's verdict.
-Never a time: only scores, processes and what is printed.
+The slow test grades the instructor's solution twice with each grader while a busy loop runs; the fast ones check
+the load generator (it starts, stops itself, dies with its parent, is gone afterwards) and the report's verdict,
+a run that differs included. Never a time: only scores, processes and what is printed.
 """
 
 import importlib.util
@@ -107,9 +107,12 @@ def test_report_a_run_that_differs_exit_1_with_its_scores():
 
 
 @pytest.mark.slow
-def test_two_samples_score_the_same_every_run_under_load(tmp_path):
-    names = ["correct", "untouched"]
-    # Without the canary: it grades the instructor's solution and the release, which are these two samples; each
+def test_the_solution_scores_the_same_every_run_under_load(tmp_path):
+    # The solution alone: it passes every test, the timing claims too, so a verdict that a busy machine moves
+    # costs it a point (as one did before, benchmarks/README.md). The untouched release's stubs raise, so it fails
+    # every test whatever the load: make bench-load grades it, with the other samples, 20 times.
+    names = ["correct"]
+    # Without the canary: it grades the instructor's solution and the release, the first being this sample; each
     # grading process would grade them once more before its first student, under the same load.
     # One busy loop: in the suite, the other test processes keep the machine busy too, and a loop per core would
     # slow every one of them for the minutes this test takes (make bench-load runs one per core, alone).
@@ -124,7 +127,7 @@ def test_two_samples_score_the_same_every_run_under_load(tmp_path):
             vectors = result.scores[grader][name]
             assert len(vectors) == 2 and vectors[0] == vectors[1], (grader, name, vectors)
     totals = {name: sum(score for _, _, score in result.scores[bench.PLAIN][name][0]) for name in names}
-    assert totals == {"correct": 20, "untouched": 0}
+    assert totals == {"correct": 20}
     assert result.scores[bench.PLAIN] == result.scores[bench.BATCH], "both graders give the same scores"
     out = io.StringIO()
     assert bench.report(result, out) == 0, out.getvalue()

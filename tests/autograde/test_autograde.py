@@ -4,8 +4,9 @@ import csv
 import hashlib
 from pathlib import Path
 
+import nbformat
 import pytest
-from courses import FULL, NB1, NB2, NB3, NB4
+from courses import FULL, NB1, NB2, NB3, NB4, NONE
 
 from perfaudit import ASSIGNMENT
 from perfaudit.instructor import course
@@ -24,6 +25,23 @@ EXPECTED = {
     "stage3-memory-claimed": {**FULL, NB3: 2, NB4: 2},
     "stage4-stages-in-milliseconds": {**FULL, NB4: 4},  # loses the stages test only
 }
+# The notebooks a sample with one mistake hands in: its mistake's, and notebook 3 with notebook 4 (whose audit
+# reads notebook 3 from the same folder). Its other notebooks are the `correct` sample's byte for byte
+# (test_a_notebook_left_out_is_the_correct_one checks it), graded there; a notebook not handed in scores 0.
+HANDED_IN = {
+    "stage1-hardcoded-identity": {1},
+    "stage1-unsynchronized-clock": {1},
+    "stage2-forgot-jit": {2},
+    "stage3-memory-claimed": {3, 4},
+    "stage4-stages-in-milliseconds": {3, 4},
+}
+STAGE = dict(zip((NB1, NB2, NB3, NB4), (1, 2, 3, 4)))  # each notebook's stage
+
+
+def _expected(student):
+    """The gradebook's scores of the student: EXPECTED's for the notebooks handed in, 0 for the others."""
+    stages = HANDED_IN.get(student, set(STAGE.values()))
+    return {nb: score if STAGE[nb] in stages else NONE[nb] for nb, score in EXPECTED[student].items()}
 
 
 def _digest(folder):
@@ -34,7 +52,7 @@ def _digest(folder):
 def graded(course_dir):
     assert set(EXPECTED) == set(samples.SAMPLES), "every sample needs an expected score"
     for name in EXPECTED:
-        samples.write_submission(name, course_dir / "submitted")
+        samples.write_submission(name, course_dir / "submitted", stages=HANDED_IN.get(name))
     before = _digest(course_dir / "submitted")
     course.nbgrader("autograde", ASSIGNMENT, course_dir=course_dir)
     course.nbgrader("export", course_dir=course_dir)
@@ -45,7 +63,18 @@ def graded(course_dir):
 def test_exact_score_per_notebook(graded, student):
     course_dir, _ = graded
     got = {nb: score for nb, (score, _) in course.scores(course_dir)[student].items()}
-    assert got == EXPECTED[student]
+    assert got == _expected(student)
+
+
+def test_a_notebook_left_out_is_the_correct_one():
+    """What a sample with one mistake does not hand in is the `correct` sample's notebook, and expects its score."""
+    for name, stages in HANDED_IN.items():
+        left_out = [(nb, stage) for nb, stage in STAGE.items() if stage not in stages]
+        assert left_out, name
+        for nb, stage in left_out:
+            assert nbformat.writes(samples.submission(samples.SAMPLES[name], stage)) == \
+                nbformat.writes(samples.submission(samples.SAMPLES["correct"], stage)), (name, nb)
+            assert EXPECTED[name][nb] == FULL[nb], (name, nb)
 
 
 def test_max_scores_are_the_notebooks_points(graded):
@@ -57,7 +86,7 @@ def test_export_writes_one_row_per_student_with_the_total(graded):
     course_dir, _ = graded
     with (course_dir / "grades.csv").open() as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
-    assert {s: float(rows[s]["raw_score"]) for s in EXPECTED} == {s: sum(v.values()) for s, v in EXPECTED.items()}
+    assert {s: float(rows[s]["raw_score"]) for s in EXPECTED} == {s: sum(_expected(s).values()) for s in EXPECTED}
 
 
 def test_grading_leaves_submissions_byte_identical(graded):
@@ -70,8 +99,6 @@ def test_an_instructors_new_hidden_test_grades_with_no_code_change(tmp_path):
     median of an even number of timings: a summarize that is right for odd counts only, which every other test
     accepts, loses that test's point; the instructor's solution keeps full marks (the canary checks it too)."""
     import shutil
-
-    import nbformat
 
     from perfaudit import notebooks, paths
 
@@ -110,7 +137,6 @@ def test_a_forged_test_cell_never_runs_in_the_grader(tmp_path):
     metadata check before anything runs)."""
     import uuid
 
-    import nbformat
     from courses import make_course
 
     root = make_course(tmp_path / "course")

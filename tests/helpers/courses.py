@@ -3,7 +3,10 @@
 import fnmatch
 import re
 import shutil
+import subprocess
+import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import nbformat
@@ -36,25 +39,48 @@ def remember(tmp_path_factory):
     _tmp_path_factory = tmp_path_factory
 
 
+# One share of the environment check, in a process of its own: exit status 3 with the reason when the environment
+# is broken (GradingEnvironmentError), as envcheck.once would raise it.
+_CHECK_SHARE = """import sys
+from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.grade import envcheck
+try:
+    envcheck.check(sys.argv[1], sys.argv[2:], {})
+except GradingEnvironmentError as error:
+    print(error, file=sys.stderr)
+    sys.exit(3)
+"""
+CHECK_PROCESSES = 2  # the check's notebooks in two processes side by side: every test process waits for it
+
+
 def generate_checked_course(root):
     """generate_course, then the environment check for it as `python -m perfaudit.grade` runs it (the instructor's
     solutions score full marks and the release none, through the grading pipeline) and its record beside the
     gradebook (perfaudit/autograde/envrecord.py). A copy of the course is graded without checking again, as an
-    instructor's next run is: the record's fingerprint names the course's files by their path in the course."""
+    instructor's next run is: the record's fingerprint names the course's files by their path in the course.
+
+    The check is envcheck.once's, its notebooks shared out to CHECK_PROCESSES processes: one notebook after another,
+    as once grades them, keeps a core idle while every test process of the run waits for this course."""
     from nbgrader.coursedir import CourseDirectory
 
-    from perfaudit.autograde.canary import GradingEnvironmentError
     from perfaudit.autograde import envrecord
-    from perfaudit.grade import envcheck, worker
+    from perfaudit.grade import worker
 
     generate_course(root)
     coursedir = CourseDirectory(config=worker.course_config(root))
     record = envrecord.record_path(coursedir.db_url, root / "autograded")
     names = sorted(filename.removesuffix(".ipynb") for filename in paths.STAGES.values())
-    try:
-        envcheck.once(root, coursedir, ASSIGNMENT, names, {}, record)
-    except GradingEnvironmentError:  # no record: each copy's grading checks for itself and says what is broken
-        pass
+    fingerprint = envrecord.fingerprint(root, coursedir, ASSIGNMENT, {})
+    started = time.monotonic()
+    checks = [subprocess.Popen([sys.executable, "-c", _CHECK_SHARE, str(root), *names[index::CHECK_PROCESSES]],
+                               cwd=paths.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+              for index in range(CHECK_PROCESSES)]
+    done = [(check.communicate()[0], check.returncode) for check in checks]
+    if any(status not in (0, 3) for _, status in done):
+        raise RuntimeError("the environment check of the course made once per run failed:\n"
+                           + "\n".join(output for output, _ in done))
+    if all(status == 0 for _, status in done):  # else no record: each copy's grading checks and says what is broken
+        envrecord.save(record, fingerprint, time.monotonic() - started)
     return root
 
 
