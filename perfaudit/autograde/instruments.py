@@ -17,7 +17,11 @@ function the stand-in makes is really jax.jit of fn, and the grader keeps a reco
 - its ahead-of-time stages: `trace`, `lower` and `compile` each held 20-150 ms at random, so a timing of a stage
   that is shorter than the stage, or invented, does not fit; and the runs of the program `compile` returned, each
   held like a call (the first 200-300 ms, a third of the later ones 10-20 ms, the others 1-3 ms) and released only
-  when waited for: a warm run timed as the first, or a run not waited for, does not fit.
+  when waited for: a warm run timed as the first, or a run not waited for, does not fit. Each stage's prompt carries
+  a fingerprint of what JAX's stage made (products.py) and each waited run a few entries of its output, at places
+  the grader drew when the run began: the grader counts a stage only where the fingerprint is that of its own
+  chain of the same computation, and a run only where the entries are tanh(x @ x) for its matrix x, so a prompt
+  sent without JAX's stage or the program's run is none.
 Whether the timed function computes the workload rests on its first call's answer, checked in the grader against
 tanh(A @ A) for the grader's matrix; the saved JAXPR is compared with the grader's own. The grader runs no code of
 its own in the student's process to learn either: what the stand-in reports is a claim, checked in the grader.
@@ -28,7 +32,8 @@ sanity check of the output, say) without moving what the audited function's evid
 The kernel-side half (`make_jit`, `HeldResult`) asks the grader through `ask(message)`, the kernel's stdin in a
 graded kernel (perfaudit/autograde/channel.py) and GraderJit.answer itself in one process (the checker, a
 notebook run by hand). No answer carries a delay or anything else the grader keeps to itself: only which call
-it was, and the static argument the student's process must pass to jax.jit anyway. What a kernel that speaks
+or run it was, the static argument the student's process must pass to jax.jit anyway, and the seed of the places
+at which a first call's or a run's entries are read. What a kernel that speaks
 this protocol itself can still do is in docs/grading-security.md.
 """
 
@@ -40,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from perfaudit.autograde import protocol
+from perfaudit.autograde import products, protocol
 from perfaudit.checks.held import HeldResult
 
 if TYPE_CHECKING:
@@ -81,12 +86,14 @@ class Call:
 
 
 class Run:
-    """One run of a compiled program: held like a call, its span on the grader's clock once it was waited for."""
+    """One run of a compiled program: held like a call, its span on the grader's clock once it was waited for, and
+    the entries of its output the kernel reported then, at the places probed_at(seed, n) gives."""
 
     span_s: float | None
 
-    def __init__(self, started: float, hold_s: float) -> None:
-        self.started, self.hold_s, self.span_s = started, hold_s, None
+    def __init__(self, started: float, hold_s: float, seed: int) -> None:
+        self.started, self.hold_s, self.span_s, self.seed = started, hold_s, None, seed
+        self.entries: list[str] = []
 
 
 class FunctionRecord:
@@ -100,8 +107,8 @@ class FunctionRecord:
         self.repeats = 0
         self.counts: list[tuple[int, int]] = []  # (calls made so far, traces so far) when a call or a wait arrived
         self.function: Any = None  # the function jit was given, as GraderJit.resolve found it
-        # (stage, grader's span, arrival, release) for each trace, lower and compile, in order
-        self.stages: list[tuple[str, float, float, float]] = []
+        # (stage, grader's span, arrival, release, the fingerprint sent) for each trace, lower and compile, in order
+        self.stages: list[tuple[str, float, float, float, str]] = []
         self.runs: list[Run] = []  # Run of each call of a program compile() returned, in order
 
     def counts_after(self, call: int) -> set[int]:
@@ -152,18 +159,21 @@ class GraderJit:
         elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
             time.sleep(self._uniform(STAGE_HOLD_S))
             released = time.perf_counter()
-            record.stages.append((rest[1], released - received, received, released))
+            product = rest[2][:products.FINGERPRINT_CHARS] if len(rest) >= 3 else products.NONE
+            record.stages.append((rest[1], released - received, received, released, product))
         elif kind == protocol.ASK_RUN:
             first = not record.runs
             long = first or self.rng.random() < 1 / 3
             hold = self._uniform(FIRST_RUN_HOLD_S if first else LONG_RUN_HOLD_S if long else SHORT_HOLD_S)
-            record.runs.append(Run(received, hold))
+            seed = int(self.rng.integers(1, 2**31))
+            record.runs.append(Run(received, hold, seed))
             time.sleep(self._uniform(CALL_HOLD_S))
-            return str(len(record.runs) - 1)
+            return f"{len(record.runs) - 1} {seed}"
         elif kind == protocol.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and \
                 int(rest[1]) < len(record.runs):
             run = record.runs[int(rest[1])]
             if run.span_s is None:
+                run.entries = rest[2:2 + PROBES]
                 time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))
                 run.span_s = time.perf_counter() - run.started
         elif kind == protocol.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
@@ -278,6 +288,21 @@ def computes_workload(seed: int, shape: tuple[int, ...], reported: list[str]) ->
     return True
 
 
+def gave_workload(seed: int, x: "ArrayLike", reported: list[str]) -> bool:
+    """Whether the entries a run reported are those of tanh(x @ x) for the grader's matrix x, at probed_at(seed)."""
+    a = np.asarray(x, dtype=np.float64)
+    if len(reported) != PROBES or a.ndim != 2 or a.shape[0] != a.shape[1]:
+        return False
+    for (i, j), text in zip(probed_at(seed, a.shape[0]), reported):
+        try:
+            value = float(text[:32])
+        except ValueError:
+            return False
+        if not abs(value - math.tanh(float(a[i] @ a[:, j]))) <= PROBE_TOLERANCE:  # NaN fails too
+            return False
+    return True
+
+
 def _shape(text):
     """'16x16' as the kernel-side stand-in reports a call's input shape: a tuple of a few small ints ('' is a
     scalar's ()), or ('?',) for anything else."""
@@ -334,7 +359,7 @@ def make_jit(number: int, ask: Callable[[str], str],
 
         # a function's attributes, as jax.jit's own function has them
         audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",  # type: ignore[attr-defined]
-                                         lambda stage: ask_about(protocol.ASK_STAGE, stage), ask_about)
+                                         lambda *stage: ask_about(protocol.ASK_STAGE, *stage), ask_about)
         audited.lower = lambda x: audited.trace(x).lower()  # type: ignore[attr-defined]
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])  # type: ignore[attr-defined]
         audited.__name__, audited.__wrapped__ = traced.__name__, fn  # type: ignore[attr-defined]
@@ -380,9 +405,9 @@ class _Stage:
     """JAX's Traced or Lowered object, the stage that made it held by the grader; lower() and compile() are held in
     turn, and the program compile() returns runs as the grader holds it. Everything else is JAX's own."""
 
-    def __init__(self, value: Any, stage: str, hold: Callable[[str], object],
+    def __init__(self, value: Any, stage: str, hold: Callable[..., object],
                  ask: Callable[..., str] | None = None) -> None:
-        hold(stage)
+        hold(stage, products.fingerprint(stage, value))
         self._value, self._hold, self._ask = value, hold, ask
 
     def lower(self, *args: Any, **kwargs: Any) -> "_Stage":
@@ -390,7 +415,7 @@ class _Stage:
 
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         compiled = self._value.compile(*args, **kwargs)
-        self._hold("compile")
+        self._hold("compile", products.fingerprint("compile", compiled, self._value))
         return compiled if self._ask is None else _Compiled(compiled, self._ask)
 
     def __getattr__(self, name: str) -> Any:
@@ -404,9 +429,21 @@ class _Compiled:
         self._compiled, self._ask = compiled, ask
 
     def __call__(self, *args: Any, **kwargs: Any) -> HeldResult:
-        run = self._ask(protocol.ASK_RUN)
+        run, seed = (self._ask(protocol.ASK_RUN) + " 0").split(" ")[:2]
         result = self._compiled(*args, **kwargs)
-        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run))
+        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run, *_entries(result, seed)))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)
+
+
+def _entries(result, seed):
+    """The entries of a run's output the grader asks for (probed_at(seed, n)), as text; none for an output that is
+    not a square matrix the grader probes."""
+    try:
+        out = np.asarray(result)
+        if not seed.isdigit() or out.ndim != 2 or out.shape[0] != out.shape[1] or out.shape[0] > MAX_PROBED_N:
+            return []
+        return [f"{float(out[i, j]):.6g}" for i, j in probed_at(int(seed), out.shape[0])]
+    except Exception:  # noqa: BLE001 - not an array: no entries
+        return []

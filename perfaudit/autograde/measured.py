@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from perfaudit.autograde import instruments
+from perfaudit.autograde import instruments, products
 from perfaudit.autograde.made_up import new_folder
 from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
     check_returns_what_it_wrote, read_report, artifact_path
@@ -93,7 +93,7 @@ def _match_calls(record, first_s, steady, shape, slack_s):
     first = next((i for i, call in enumerate(calls) if call.shape == shape), None)
     if first is None:
         return None, f"the function you timed was never called at the shape the report gives ({list(shape)})."
-    if any(stage == "compile" and arrival < calls[first].started for stage, _, arrival, _ in record.stages):
+    if any(stage == "compile" and arrival < calls[first].started for stage, _, arrival, *_ in record.stages):
         return None, ("the function you timed was compiled ahead of the call you timed as its first (lower(x) and "
                       "compile() before it), so that call was warm: time the very first call of a newly jitted "
                       "function, with nothing traced or compiled for it before.")
@@ -274,19 +274,26 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
     rng = rng or np.random.default_rng()
     n, steady_runs = int(rng.integers(8, 48)), int(rng.integers(5, 20))
     jit = grader_jit(rng)
-    x = device_matrix(random_matrix(rng, n))
+    a = random_matrix(rng, n)
+    x = device_matrix(a)
+    expected = products.expected((n, n), str(x.dtype))  # the grader's own chain, made before the student's
     started = time.perf_counter()
     stages = time_stages(jit.new_workload(), x, steady_runs)
     outer_s = time.perf_counter() - started
     what = f"time_stages(jitted, x, {steady_runs})"
     stages = check_stages(stages, steady_runs, what)
     record = jit.functions[0] if jit.functions else None
-    held = {f"{stage}_s": [span for done, span, *_ in (record.stages if record else []) if done == stage]
-            for stage in ("trace", "lower", "compile")}
+    # a stage is one JAX did: its prompt carries the fingerprint of what the grader's own chain made
+    done = [stage for stage in (record.stages if record else [])
+            if stage[4] == expected[stage[0]] and stage[4] != products.NONE]
+    others = len(record.stages) - len(done) if record else 0
+    held = {f"{stage}_s": [span for kind, span, *_ in done if kind == stage] for stage in ("trace", "lower", "compile")}
     for part, spans in held.items():
         if not spans:
             fail(f"{what} never called {STAGE_WORDS[part]} on the function it was given: build the chain from it, "
-                 "jitted.trace(x).lower().compile(), and time each step.")
+                 "jitted.trace(x).lower().compile(), and time each step." +
+                 (f" ({others} stage(s) were asked for with no product of JAX's stage of x: not counted.)"
+                  if others else ""))
         if stages[part] + CLOCK_SLACK_S < spans[0]:  # the function's first: a second chain's comes from caches
             fail(f"{what}: {part} is {stages[part] * 1e3:.3f} ms, shorter than {STAGE_WORDS[part]} took during the "
                  "call: time it alone, from just before it until it returns.")
@@ -300,6 +307,9 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
     if runs[0].span_s is None:
         fail(f"{what}: the compiled program's first run was never waited for, so first_run_s cannot include it. "
              "Call block_until_ready() on its result before you stop the clock.")
+    if any(run.span_s is not None and not instruments.gave_workload(run.seed, a, run.entries) for run in runs):
+        fail(f"{what}: a run of the compiled program did not give tanh(x @ x) for the x it was given (or was no run "
+             "of it): run compiled(x), the program compile() returned, on x itself.")
     if stages["first_run_s"] + CLOCK_SLACK_S < runs[0].span_s:
         fail(f"{what}: first_run_s ({stages['first_run_s'] * 1e3:.3f} ms) is shorter than the compiled program's "
              "first run took. Was it run before the run you timed? Time its very first run, from just before "
@@ -313,17 +323,16 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
     if total > outer_s + CLOCK_SLACK_S:
         fail(f"{what}: the parts add up to {total:.6f} s, more than the {outer_s:.6f} s the whole call "
              "took: they were not all measured during this call. (Milliseconds instead of seconds?)")
-    _check_each_part_is_its_own(record, stages, started, outer_s, what)
+    _check_each_part_is_its_own(done, runs, stages, started, outer_s, what)
 
 
-def _check_each_part_is_its_own(record, stages, started, outer_s, what):
+def _check_each_part_is_its_own(stages_done, runs, stages, started, outer_s, what):
     """Each part no longer than its stage or run could have taken on a clock around it alone: from the release of
     the event before it (a lower's own trace, which jitted.lower(x) makes first, counted in) until the arrival of the
     next (measured.windows). One timing given to several stages, or padded by a wait outside the timed parts, does
     not fit."""
-    events = sorted([(arrival, release, kind) for kind, _, arrival, release in record.stages] +
-                    [(run.started, None if run.span_s is None else run.started + run.span_s, "run")
-                     for run in record.runs])
+    events = sorted([(arrival, release, kind) for kind, _, arrival, release, _ in stages_done] +
+                    [(run.started, None if run.span_s is None else run.started + run.span_s, "run") for run in runs])
     timed = [(arrival, release) for arrival, release, _ in events]
     longest = windows(timed, started, started + outer_s)
     for i, (_, _, kind) in enumerate(events):

@@ -48,7 +48,8 @@ def _clear_caches_then(*keys):
 
 
 def _shuffled_calls(rng, keys):
-    """A random sequence over keys [(argument, what)]: each key's first call adds a trace, every repeat none."""
+    """A random sequence over keys [(argument, what)]: each key's first call adds a trace, every repeat none. Each
+    key is also called once, after its first call, with the same matrix as a NumPy array (_as_numpy)."""
     order = list(range(len(keys))) + [int(i) for i in rng.integers(0, len(keys), size=int(rng.integers(2, 5)))]
     rng.shuffle(order)
     seen, calls = set(), []
@@ -56,7 +57,17 @@ def _shuffled_calls(rng, keys):
         argument, what = keys[i]
         calls.append((argument, what if i not in seen else f"{what}, again", 0 if i in seen else 1))
         seen.add(i)
+    for argument, what in keys:
+        first = next(i for i, call in enumerate(calls) if call[1] == what)
+        calls.insert(int(rng.integers(first + 1, len(calls) + 1)), _as_numpy(argument, what))
     return calls
+
+
+def _as_numpy(argument, what):
+    """A call at a seen key with the same matrix as a NumPy array, not a device array: jit converts it and traces
+    nothing, but its dispatch cache keeps a NumPy argument apart from a device array of the same shape and dtype (one
+    entry more, as for a float64 array): a count of jit's cache entries (`audited._cache_size()`) is no trace count."""
+    return np.asarray(argument), f"{what}, again as a NumPy array (the same key: jit converts it)", 0
 
 
 def _expect_traces(jitted, traces, calls):

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from perfaudit import decompose, paths, reuse
-from perfaudit.autograde import measured
+from perfaudit.autograde import instruments, measured, products
 from perfaudit.checks import stages
 from perfaudit.fixtures import samples
 
@@ -182,6 +182,94 @@ def test_time_stages_written_honestly_passes(honest):
 def test_time_stages_not_measured_fails_with_what_was_found(wrong, message):
     with pytest.raises(AssertionError, match=message):
         measured.check_time_stages(wrong)
+
+
+def _prompts_of(jitted):
+    """The grader's jit's prompt function, read out of jitted.trace's closure, as a student's code can."""
+    trace = jitted.trace
+    return dict(zip(trace.__code__.co_freevars, (cell.cell_contents for cell in trace.__closure__)))["ask_about"]
+
+
+def _speaks_the_protocol(jitted, x, steady_runs, product=lambda stage: None, entries=lambda answer: ()):
+    """Runs no stage and no program: asks the grader's jit for each stage's hold and each run itself, with the
+    product and entries given, and times the answers."""
+    ask = _prompts_of(jitted)
+
+    def stage_s(stage):
+        return _timed(lambda: ask("perfaudit-stage", stage, *filter(None, [product(stage)])))[1]
+
+    def run_s():
+        start = time.perf_counter()
+        answer = ask("perfaudit-run")
+        ask("perfaudit-run-ready", answer.split(" ")[0], *entries(answer))
+        return time.perf_counter() - start
+
+    trace_s, lower_s, compile_s = (stage_s(stage) for stage in ("trace", "lower", "compile"))
+    return {"trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s, "first_run_s": run_s(),
+            "steady_run_s": [run_s() for _ in range(steady_runs)]}
+
+
+def speaks_the_protocol(jitted, x, steady_runs=20):
+    return _speaks_the_protocol(jitted, x, steady_runs)
+
+
+def speaks_it_with_another_chains_products(jitted, x, steady_runs=20):
+    """The products of JAX's own chain of tanh(x @ x.T) at x, and each run's entries computed in NumPy."""
+    traced = jax.jit(lambda v: jnp.tanh(v @ v.T)).trace(x)
+    made = {"trace": traced, "lower": traced.lower()}
+    made["compile"] = made["lower"].compile()
+    fingerprints = {stage: products.fingerprint(stage, made[stage], made["lower"]) for stage in made}
+    a = np.asarray(x, dtype=np.float64)
+
+    def entries(answer):
+        seed = int(answer.split(" ")[1])
+        return [f"{np.tanh(a[i] @ a[:, j]):.6g}" for i, j in instruments.probed_at(seed, len(a))]
+
+    return _speaks_the_protocol(jitted, x, steady_runs, fingerprints.get, entries)
+
+
+def runs_spoken_for(jitted, x, steady_runs=20):
+    """Every stage run and timed, then each run asked for and waited on through the prompts, with no program run."""
+    traced, trace_s = _timed(lambda: jitted.trace(x))
+    lowered, lower_s = _timed(traced.lower)
+    compile_s = _timed(lowered.compile)[1]
+    found = _speaks_the_protocol(jitted, x, steady_runs)
+    return {**found, "trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s}
+
+
+@pytest.mark.parametrize("wrong, message", [
+    (speaks_the_protocol, r"never called jitted.trace\(x\) .*\(3 stage\(s\) were asked for with no product"),
+    (speaks_it_with_another_chains_products, r"never called jitted.trace\(x\)"),
+    (runs_spoken_for, r"a run of the compiled program did not give tanh\(x @ x\)"),
+])
+def test_a_stage_or_run_asked_for_without_jax_s_product_is_none(wrong, message):
+    """Each stage's prompt must carry the fingerprint of what JAX's stage made, as the grader's own chain of the
+    computation makes it, and each run the entries of its output for the grader's x: a time_stages that asks the
+    grader's jit for its holds itself, with nothing or with another computation's products, times no stage."""
+    with pytest.raises(AssertionError, match=message):
+        measured.check_time_stages(wrong)
+
+
+def test_each_stage_s_fingerprint_is_the_grader_s_own_for_every_honest_chain():
+    """What the stand-in sends for a stage is what the grader's own chain makes, whether the chain starts from x,
+    from its shape and dtype, from a committed copy or under another matmul precision; another computation's is
+    not."""
+    x = jax.device_put(np.random.default_rng(1).standard_normal((13, 13)).astype(np.float32))
+    expected = products.expected((13, 13), "float32")
+    committed = jax.device_put(np.asarray(x), jax.devices()[0])
+    for start in (x, jax.ShapeDtypeStruct(x.shape, x.dtype), committed, np.asarray(x)):
+        traced = jax.jit(lambda v: jnp.tanh(v @ v)).trace(start)
+        with jax.default_matmul_precision("highest"):
+            also = jax.jit(lambda v: jnp.tanh(jnp.matmul(v, v))).trace(start)
+        for chain in (traced, also):
+            lowered = chain.lower()
+            assert {"trace": products.fingerprint("trace", chain), "lower": products.fingerprint("lower", lowered),
+                    "compile": products.fingerprint("compile", lowered.compile(), lowered)} == expected
+    other = jax.jit(lambda v: jnp.tanh(v @ v.T)).trace(x)
+    assert products.fingerprint("trace", other) != expected["trace"]
+    assert products.fingerprint("lower", other.lower()) != expected["lower"]
+    assert products.fingerprint("compile", other.lower().compile(), other.lower()) != expected["compile"]
+    assert products.fingerprint("lower", "not a stage") == products.NONE
 
 
 @pytest.mark.parametrize("found, message", [

@@ -75,6 +75,29 @@ def test_a_counter_that_imitates_the_cache_key_or_a_script_of_calls_is_caught():
     assert caught == 5
 
 
+def test_a_count_of_jits_cache_entries_is_not_a_trace_count_and_honest_counters_pass():
+    """jit's dispatch cache keeps a NumPy argument apart from a device array of the same shape and dtype, with no
+    new trace: every check that believes a trace count makes such a call, so traces() reading
+    audited._cache_size() fails both, at random shapes and orders, while counters of the body's traces pass."""
+    count, counted_too = [0], {"traces": 0}
+
+    def counted(x):
+        count[0] += 1
+        counted_too["traces"] += 1
+        return jnp.tanh(x @ x)
+
+    audited, inlined = jax.jit(counted), jax.jit(counted, inline=True)
+    rng = np.random.default_rng(7)
+    for check in (checks.check_retrace_on_new_shape, checks.check_traces_follow_jit):
+        for _ in range(3):
+            check(audited, lambda: count[0], rng)
+            check(inlined, lambda: counted_too["traces"], rng)
+            cached = jax.jit(workload)
+            caught = r"NumPy array .* should add 0 trace\(s\); traces\(\) went up by 1"
+            with pytest.raises(AssertionError, match=caught):
+                check(cached, cached._cache_size, rng)
+
+
 def test_a_jaxpr_with_other_operations_fails_and_the_real_one_passes():
     checks.check_jaxpr_text(str(jax.make_jaxpr(jax.jit(workload))(jnp.eye(16))))
     checks.check_jaxpr_text(str(jax.make_jaxpr(lambda x: jnp.tanh(jnp.dot(x, x)))(jnp.eye(16))))
