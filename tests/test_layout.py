@@ -97,6 +97,18 @@ def test_student_facing_code_imports_nothing_of_the_grader_or_the_answer_key():
     assert "perfaudit.checks" in facing and "autograde" in instructor_only  # what the wall is between
 
 
+def test_the_student_copy_s_rule_is_a_folder_rule():
+    """Every module outside the instructor-only folders is one the student copy holds (a wing of them whole): what
+    only the instructor or the grader needs (the answer key, the reference JAXPR, the commands) lives in one of those
+    folders, perfaudit/instructor/ for the instructor's, and nowhere beside the public modules."""
+    facing, instructor_only = _student_facing()
+    # a top module or package; student_files/ holds the copy's own files (its nbgrader_config.py), no module
+    wings = {".".join(name.split(".")[:2]) for name, path in _modules().items()
+             if name.count(".") and (path.parent == PACKAGE or (PACKAGE / name.split(".")[1] / "__init__.py").exists())}
+    assert sorted(wing for wing in wings if wing.split(".")[1] not in instructor_only and wing not in facing) == []
+    assert "perfaudit.instructor.reference" in _modules() and "perfaudit.checks" in facing
+
+
 def _commands():
     """The modules `python -m` runs: a package's __main__.py, or a module with `if __name__ == "__main__":`."""
     found = set()

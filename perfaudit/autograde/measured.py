@@ -19,7 +19,7 @@ from perfaudit.checks.outputs import as_matrix, compare, device_matrix, output_t
 from perfaudit.checks.stages import CLOCK_SLACK_S, STAGE_PARTS, STAGE_WORDS, check_stages
 from perfaudit.checks.timing import as_float, check_seconds
 from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
-from perfaudit.reference import reference_jaxpr
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def grader_jit(rng: np.random.Generator | None = None) -> instruments.GraderJit:

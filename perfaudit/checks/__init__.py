@@ -37,8 +37,8 @@ from perfaudit.checks.stages import check_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
                                      check_trace_predictions, check_traces_follow_jit, clear_cache, count_new_traces,
-                                     jaxpr_canonical, jaxpr_of, jaxpr_program, reference_jaxpr, trace_count_answers,
-                                     trace_sequence)
+                                     jaxpr_canonical, jaxpr_of, jaxpr_program, trace_count_answers, trace_sequence,
+                                     workload_program)
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
 

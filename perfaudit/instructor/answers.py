@@ -7,7 +7,7 @@ test calls a check with inputs of its own; the visible self-checks compare with 
 
 import numpy as np
 
-from perfaudit.reference import reference_jaxpr
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def summary_of(samples):

@@ -12,6 +12,7 @@ import pytest
 
 from perfaudit import checks
 from perfaudit.autograde import measured
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def workload(x):
@@ -215,7 +216,7 @@ def test_a_changed_answer_to_the_first_call_question_never_passes(monkeypatch, a
 def test_the_timed_function_must_compute_the_workload():
     """Real timings of a function that is not the workload, with the workload's JAXPR saved beside them."""
     def of_nothing(k, jit):
-        return {**gather_evidence(k, jit, body=lambda x: x), "jaxpr_text": checks.reference_jaxpr()}
+        return {**gather_evidence(k, jit, body=lambda x: x), "jaxpr_text": reference_jaxpr()}
 
     with pytest.raises(AssertionError, match="did not give tanh"):
         measured.check_gather_evidence(of_nothing)
