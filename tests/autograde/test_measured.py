@@ -222,6 +222,15 @@ def test_the_timed_function_must_compute_the_workload():
         measured.check_gather_evidence(of_nothing)
 
 
+def test_the_grader_calls_the_timed_function_itself_with_a_matrix_of_its_own():
+    """The same output check as the visible one (checks.check_random_output), its messages naming the function timed."""
+    measured._check_timed_output(jax.jit(workload), "gather_evidence")
+    with pytest.raises(AssertionError, match=r"^gather_evidence: the function you timed should be tanh\(A @ A\) "):
+        measured._check_timed_output(jax.jit(lambda v: v), "gather_evidence")
+    with pytest.raises(AssertionError, match="never reported the function it made"):
+        measured._check_timed_output(None, "gather_evidence")
+
+
 def test_the_saved_jaxpr_must_be_the_timed_function_s():
     def other_jaxpr(k, jit):
         evidence = gather_evidence(k, jit)
