@@ -1,7 +1,9 @@
 """The package's layout, read from its source: no import circle, no module too long to read."""
 
 import ast
+import io
 import re
+import tokenize
 from importlib.util import resolve_name
 from pathlib import Path
 
@@ -74,6 +76,45 @@ def test_no_module_is_over_600_lines():
     assert {name: n for name, n in lengths.items() if n > MAX_LINES and name not in LONG_MODULES} == {}
     # An exception that is no longer needed goes from LONG_MODULES, so the rule holds for that module again.
     assert {name: lengths.get(name, 0) for name in LONG_MODULES if lengths.get(name, 0) <= MAX_LINES} == {}
+
+
+def _unexplained_imports(text):
+    """Lines of the imports inside a function that no comment explains: one on the import's line, or on its block of
+    consecutive import statements (the lines it spans, or the line above it)."""
+    commented = {token.start[0] for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                 if token.type == tokenize.COMMENT}
+    found = set()
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            for body in (value for value in vars(node).values() if isinstance(value, list)):
+                block = []
+                for statement in [*body, None]:
+                    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                        block.append(statement)
+                        continue
+                    if block and not commented & set(range(block[0].lineno - 1, block[-1].end_lineno + 1)):
+                        found.update(imported.lineno for imported in block)
+                    block = []
+    return sorted(found)
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports sit at the top of a module unless a comment says why one waits for its function (JAX only when a
+    measurement runs, the kernel's side kept light, an import circle through a package's __init__, ...)."""
+    unexplained = {path.relative_to(PACKAGE.parent).as_posix(): lines for path in _modules().values()
+                   if (lines := _unexplained_imports(path.read_text()))}
+    assert unexplained == {}
+
+
+def test_an_import_inside_a_function_without_a_comment_is_found():
+    assert _unexplained_imports("import os\n\n\ndef f():\n    import json\n    return json\n") == [5]
+    assert _unexplained_imports("def f():\n    if True:\n        import json\n\n        import re\n") == [3, 5]
+    assert _unexplained_imports("def f():\n    import json  # why\n") == []
+    assert _unexplained_imports("def f():\n    # why, for both\n    import json\n    import re\n") == []
+    assert _unexplained_imports("class A:\n    def f(self):  # not about it\n        x = 1\n"
+                                "        import json\n") == [4]
 
 
 def _student_facing():

@@ -14,6 +14,9 @@ per subject a student meets, so a failing check's traceback stays among what it 
   held.py      results whose readiness someone else decides (how a check knows the caller waited)
   failure.py   how a check fails
 
+JAX is imported in the functions that run it, never at a module's top: the batch grader and the grading service
+import the checks (through the nbgrader plug-ins) without running JAX, which takes a second or more to import.
+
 Nothing here imports the grader or the answer key (tests/test_layout.py keeps it so): what hidden tests need of
 them (the grader's instruments and clock, made-up evidence, the answer key) is perfaudit/autograde/hidden.py.
 """

@@ -32,7 +32,7 @@ def compare(found, expected, what, atol, assumed=None):
 
 
 def device_matrix(a):
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     # device_put, not jnp.eye: jnp.eye compiles small jits of its own.
     return jax.device_put(np.asarray(a, dtype=np.float32))
@@ -95,7 +95,7 @@ def matmul_setting():
     """[jax_default_matmul_precision, default backend] of this process: the grader's own when it grades (a student's
     process that claims another backend or precision cannot widen the tolerance), the student's own when the
     notebook checks itself."""
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     return [jax.config.jax_default_matmul_precision, jax.default_backend()]
 

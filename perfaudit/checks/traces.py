@@ -101,7 +101,7 @@ def check_traces_follow_jit(jitted, traces, rng=None):
     rng = rng or np.random.default_rng()
     n = int(rng.integers(48, 96))  # sizes check_retrace_on_new_shape and the notebooks never use
     a = random_matrix(rng, n)
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # JAX on first use: see perfaudit/checks/__init__.py
 
     keys = [(device_matrix(a), f"a call at {n}x{n} float32"),
             (device_matrix(a).astype(jnp.bfloat16), f"a call at {n}x{n} bfloat16 (a new dtype)")]
@@ -141,6 +141,7 @@ TRACE_HINTS = {
 def trace_sequence():
     """The notebook's make_sequence(): new jitted functions whose bodies record each trace in `traced`, and the
     calls in order ({name: call}). Keep it the same as the notebook's cell."""
+    # JAX on first use: see perfaudit/checks/__init__.py
     import jax
     import jax.numpy as jnp
 
@@ -194,7 +195,7 @@ def trace_sequence():
 
 def count_new_traces(traced, sequence):
     """Make the calls in order; {name: how many entries each call added to traced}."""
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     added = {}
     for name, call in sequence.items():

@@ -7,6 +7,7 @@ import numpy as np
 
 def reference_jaxpr(n=16):
     """The JAXPR of tanh(x @ x) at n x n float32, made here with this process's JAX."""
+    # JAX on first use: the graders import this module (autograde/measured.py) without running JAX
     import jax
     import jax.numpy as jnp
 
