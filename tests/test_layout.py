@@ -117,6 +117,91 @@ def test_an_import_inside_a_function_without_a_comment_is_found():
                                 "        import json\n") == [4]
 
 
+def _test_file(name):
+    """The test file of module `name`: tests/<wing>/test_<module>.py for perfaudit.<wing>.<module>, and
+    tests/test_<module>.py for a module at the package's top (a package's own: its __init__.py)."""
+    parts = name.split(".")[1:] or ["perfaudit"]
+    return PACKAGE.parent / "tests" / Path(*parts[:-1]) / f"test_{parts[-1]}.py"
+
+
+# Modules with no behaviour of their own, so no test file of their own: {module: why}.
+NO_BEHAVIOUR = {
+    **dict.fromkeys(["perfaudit", "perfaudit.autograde", "perfaudit.checks", "perfaudit.fixtures", "perfaudit.grade",
+                     "perfaudit.hub", "perfaudit.instructor", "perfaudit.serve", "perfaudit.fixtures.catalog.cheats"],
+                    "a package's docstring, its constants and the names it re-exports"),
+    **dict.fromkeys(["perfaudit.student_files.nbgrader_config", "perfaudit.hub.students.nbgrader_config",
+                     "perfaudit.hub.jupyterhub_config"],
+                    "a configuration file that nbgrader or JupyterHub reads; tests/hub/test_hub.py runs the hub's"),
+    "perfaudit.serve.settings": "traitlets with their defaults and help, no code",
+    "perfaudit.serve.__main__": "a thin entry point: arguments to Service (tests/serve/test_serve.py runs it)",
+    **dict.fromkeys([f"perfaudit.fixtures.catalog.cheats.{m}" for m in (
+        "answering", "invented", "inventions", "leaks", "left_behind", "limits", "prints", "snippets",
+        "written_by_cheats")], "catalog cases as data: each is graded by tests/fixtures/test_catalog.py"),
+}
+# Modules with behaviour of their own whose tests live in other files today: {module: where}. A module leaves this
+# list when it gets its own test file (the test below says when); a new module never joins it.
+TESTED_ELSEWHERE = {
+    "perfaudit.autograde.agent": "autograde/test_protocol.py",
+    "perfaudit.autograde.channel": "autograde/test_protocol.py",
+    "perfaudit.autograde.drop_duplicate_ids": "autograde/test_autograde.py (plain nbgrader end to end)",
+    "perfaudit.autograde.envrecord": "grade/test_envcheck.py",
+    "perfaudit.autograde.hidden": "autograde/test_execute.py",
+    "perfaudit.autograde.instruments": "autograde/test_measured.py",
+    "perfaudit.autograde.made_up": "checks/test_evidence.py",
+    "perfaudit.autograde.oomlog": "autograde/test_memory.py (through memory.py)",
+    "perfaudit.autograde.proctree": "autograde/test_memory.py (through memory.py)",
+    "perfaudit.autograde.refuse_unsafe_submission": "autograde/test_submission.py",
+    "perfaudit.charts": "test_decompose.py",
+    "perfaudit.checks.failure": "test_unfilled.py",
+    "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
+    "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
+    "perfaudit.coldstart": "test_program.py",
+    "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.student_html": "autograde/test_sanitize_outputs.py, test_browser_student_html.py",
+    "perfaudit.fixtures.catalog.valid": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.variants": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
+    "perfaudit.grade.__main__": "grade/test_grade_command.py",
+    "perfaudit.grade.classdata": "grade/test_classreport.py",
+    "perfaudit.grade.diagnose": "grade/test_intake.py, grade/test_run.py",
+    "perfaudit.grade.engine": "grade/test_grade_cluster.py",
+    "perfaudit.grade.feedback": "grade/test_run.py",
+    "perfaudit.grade.gradebook": "grade/test_task.py",
+    "perfaudit.grade.items": "grade/test_classreport.py",
+    "perfaudit.grade.records": "grade/test_report_graded.py",
+    "perfaudit.grade.regrade": "grade/test_report_graded.py",
+    "perfaudit.grade.summary": "grade/test_run.py",
+    "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
+    "perfaudit.grade.writer": "grade/test_run.py, serve/test_serve.py",
+    "perfaudit.hub.settings": "hub/test_hub.py",
+    "perfaudit.hub.userenv": "hub/test_hub.py (through jupyterhub_config.py)",
+    "perfaudit.instructor.answers": "checks/test_evidence.py",
+    "perfaudit.instructor.course": "test_release.py",
+    "perfaudit.notebooks": "test_check.py",
+    "perfaudit.profiling": "test_program.py",
+    "perfaudit.report": "checks/test_evidence.py, test_decompose.py",
+    "perfaudit.reuse": "checks/test_stages.py",
+    "perfaudit.serve.exchange": "serve/test_serve.py",
+    "perfaudit.serve.notes": "serve/test_serve.py",
+    "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
+}
+
+
+def test_every_module_with_behaviour_has_a_test_file_of_its_own():
+    """tests/ mirrors the package: a module with behaviour of its own is tested in the file named after it."""
+    without = sorted(name for name in _modules() if not _test_file(name).is_file())
+    assert [name for name in without if name not in NO_BEHAVIOUR and name not in TESTED_ELSEWHERE] == []
+    # A module that has its own test file now, or is gone, leaves the lists: they only shrink.
+    assert [name for name in {**NO_BEHAVIOUR, **TESTED_ELSEWHERE} if name not in without] == []
+
+
+def test_a_module_s_test_file_mirrors_its_place_in_the_package():
+    assert _test_file("perfaudit.checks.traces") == PACKAGE.parent / "tests" / "checks" / "test_traces.py"
+    assert _test_file("perfaudit.paths") == PACKAGE.parent / "tests" / "test_paths.py"
+    assert _test_file("perfaudit.grade") == PACKAGE.parent / "tests" / "test_grade.py"
+
+
 def _student_facing():
     """The modules a student's copy holds (perfaudit/instructor/student_copy.py follows the release's imports)."""
     from perfaudit.instructor import student_copy
