@@ -15,6 +15,7 @@ COLOURS = {"first call": "#444444", "observed": "#1f77b4", "ahead of time": "#ff
 
 
 def _figure(width, height):
+    # matplotlib (seconds) only when a chart is drawn: notebook 4's setup cell imports this module, in the grader too
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -32,7 +32,7 @@ CACHE_MISS = "/jax/compilation_cache/cache_misses"
 
 
 def _workload(x):
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # never at the top: measure() times JAX's import in a process that has not imported it
 
     return jnp.tanh(x @ x)
 
@@ -75,6 +75,7 @@ def measure(cache_dir=None, imported=None):
     if "jax" in sys.modules:
         raise RuntimeError("perfaudit.coldstart.measure needs a process that has not imported JAX yet")
     start = time.perf_counter()
+    # the measurement itself: JAX's import (NumPy's with it) is the cold process's first cost
     import jax
     import numpy as np
 

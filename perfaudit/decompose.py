@@ -19,6 +19,9 @@ import subprocess
 import sys
 import time
 
+import jax
+import numpy as np
+
 EVENT_PARTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
@@ -30,7 +33,6 @@ _names = itertools.count()
 def _fresh_jit(fn, role):
     """jax.jit of a new function object with a name used nowhere else: its caches are cold, and the
     monitoring events that carry its name are its own."""
-    import jax
 
     def audited(x):
         return fn(x)
@@ -59,8 +61,6 @@ def aot_parts(fn, x, time_stages):
 
 def observed_first_call(fn, x):
     """Time an ordinary first call of a fresh jit of fn, with the monitoring events JAX reports for it."""
-    import jax
-
     jitted, name = _fresh_jit(fn, "observed")
     parts = dict.fromkeys(EVENT_PARTS.values(), 0.0)
 
@@ -84,9 +84,6 @@ def warm_up_lowering():
     """Trace, lower, compile and run two unrelated tiny functions; return how long each lowering took.
 
     In a fresh process the first lowering carries the one-time cost and the second does not."""
-    import jax
-    import numpy as np
-
     lower_s = []
     for tiny in (lambda v: v + 1, lambda v: v * 2):
         tiny_traced = jax.jit(tiny).trace(np.float32(1))
@@ -144,8 +141,6 @@ def first_call(fn, x, time_stages, rounds=3, one_time_lowering=True):
     decomposition, cost_analysis, memory_estimate (report sections) and stablehlo_text (the lowered program, for a
     file beside the JAXPR).
     """
-    import jax
-
     print("warming up lowering on two unrelated tiny functions ...", flush=True)
     warm_up = warm_up_lowering()
     observed_rounds, aot_rounds = [], []

@@ -12,6 +12,8 @@ import platform
 import time
 from datetime import datetime, timezone
 
+import numpy as np
+
 
 def cpu_affinity():
     """The CPUs this process may run on, or None where the OS does not say (macOS, Windows)."""
@@ -22,7 +24,7 @@ def cpu_affinity():
 
 def describe():
     """Settings that change what a first call or a steady call measures, read from this process."""
-    import jax
+    import jax  # JAX on first use: the graders import this module (autograde/envrecord.py) without running JAX
 
     cpu = jax.default_backend() == "cpu"
     return {
@@ -58,8 +60,7 @@ def environment_settings():
 
 def reproducibility():
     """What a reader needs to reproduce a measurement, read from this process now: take it when you measure."""
-    import jax
-    import numpy as np
+    import jax  # JAX on first use: the graders import this module (autograde/envrecord.py) without running JAX
 
     return {
         "cpu_model": cpu_model(),

@@ -13,6 +13,8 @@ on, keeps the lines instead of letting them reach stderr, and puts everything ba
 import contextlib
 import logging
 
+import jax
+
 FLAGS = ("jax_explain_cache_misses", "jax_log_compiles")
 
 
@@ -28,8 +30,6 @@ class _Lines(logging.Handler):
 @contextlib.contextmanager
 def captured():
     """Within the block, JAX explains every cache miss and logs every compile; yields the list of log lines."""
-    import jax
-
     lines = []
     logger = logging.getLogger("jax")
     handler = _Lines(lines)

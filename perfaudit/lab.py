@@ -50,6 +50,7 @@ def exchange_releases(env):
     """Whether the exchange that the Assignments view lists has released the assignment. nbgrader's config is read
     as JupyterLab's server reads it: JUPYTER_CONFIG_PATH in env first (the course directory), then the user's
     and the system's (where a course server sets Exchange.root)."""
+    # nbgrader (seconds) only when the lab starts: the hub's config imports this module for STUDENT_CONFIG alone
     from jupyter_core.paths import jupyter_config_path
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.exchange.default import Exchange

@@ -1,5 +1,6 @@
 """Where things live: the course directory follows nbgrader's pipeline."""
 
+import os
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
@@ -23,6 +24,4 @@ DEFAULT_EVIDENCE_DIR = Path("runs") / ASSIGNMENT
 
 def evidence_dir():
     """The evidence directory a notebook writes to: $PERFAUDIT_EVIDENCE_DIR, else runs/performance-audit."""
-    import os
-
     return Path(os.environ.get(EVIDENCE_ENV, DEFAULT_EVIDENCE_DIR))

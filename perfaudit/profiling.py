@@ -10,13 +10,12 @@ import gzip
 import json
 from pathlib import Path
 
+import jax
 import numpy as np
 
 
 def trace_steady_calls(fn, x, folder, calls=5):
     """Compile jax.jit(fn) at x, then trace `calls` synchronized steady calls into folder; the trace file's path."""
-    import jax
-
     jitted = jax.jit(fn)
     jitted(x).block_until_ready()  # compiled before the trace: the trace holds steady calls only
     with jax.profiler.trace(str(folder)):

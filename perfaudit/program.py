@@ -11,6 +11,8 @@ conventions, not a measurement (JAX's ahead-of-time page calls it "not a reliabl
 
 import re
 
+import jax
+
 _HEADER_BLOCKS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _METADATA = re.compile(r", metadata=\{[^{}]*\}")
 _COMPUTATION = re.compile(r"^(ENTRY )?%(\S+) \(.*\{$")  # `%name (params) -> type {`, or ENTRY's
@@ -19,8 +21,6 @@ _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%(\S+) = .*? ([a-z][\w-]*)\(")  # `%na
 
 def stages(fn, x):
     """{jaxpr, stablehlo, optimized_hlo} texts of jax.jit(fn) at x, and the compiled executable."""
-    import jax
-
     lowered = jax.jit(fn).lower(x)
     executable = lowered.compile()
     texts = {

@@ -45,14 +45,14 @@ def folder():
 
 
 def _cells(path):
-    import nbformat
+    import nbformat  # a second to import, only when a notebook is read: notebook 4's setup cell imports reuse
 
     return nbformat.read(path, as_version=4).cells
 
 
 def _python(source):
     """Cell source as Python: IPython's magics (%timeit, !ls) become the calls IPython itself would make."""
-    try:
+    try:  # IPython where there is one (a kernel); the checker imports this module without it
         from IPython.core.inputtransformer2 import TransformerManager
     except ImportError:  # plain Python: no magics to translate
         return source

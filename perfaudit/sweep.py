@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024)
@@ -55,8 +57,6 @@ def measure_size(fn, n, repeats=5, rng=None):
     """One row: the steady call of jax.jit(fn) at n x n float32, timed three ways: the medians of
     calls_per_clock(n, repeats) calls synchronized and unsynchronized, and the fastest of `repeats` loops per
     application."""
-    import jax
-
     rng = rng or np.random.default_rng(0)
     # Scaled so that tanh stays away from saturation, however often the loop applies it.
     x = jax.device_put((rng.standard_normal((n, n)) / math.sqrt(n)).astype(np.float32))
@@ -106,8 +106,6 @@ def measure(fn, sizes=SIZES, repeats=5):
 
 
 def workload(x):
-    import jax.numpy as jnp
-
     return jnp.tanh(x @ x)
 
 
@@ -153,6 +151,7 @@ def table(rows, sync_dispatch_rows=None):
 def chart(rows, path, sync_dispatch_rows=None):
     """Microseconds per steady call against n, both on log scales: synchronized, unsynchronized and in-loop
     medians (and the synchronized call with async dispatch off, when given). Saves a PNG; returns its path."""
+    # charts (matplotlib: seconds) only when drawing: `python -m perfaudit.sweep` measures in fresh processes
     from perfaudit.charts import _figure
 
     figure = _figure(8, 4.2)
@@ -191,8 +190,6 @@ def main(argv=None):
     parser.add_argument("--sync-dispatch", action="store_true",
                         help="turn CPU asynchronous dispatch off before JAX starts (jax_cpu_enable_async_dispatch)")
     args = parser.parse_args(argv)
-    import jax
-
     if args.sync_dispatch:
         jax.config.update("jax_cpu_enable_async_dispatch", False)
     print(json.dumps(measure(workload, args.sizes, args.repeats)))

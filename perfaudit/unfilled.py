@@ -26,6 +26,8 @@ def lead_line(tb):
 
 
 def _show(shell, etype, value, tb, tb_offset=None):
+    # not at the top: perfaudit.checks imports this module and calls install() while it loads (a circle through
+    # the package's __init__)
     from perfaudit.checks import failure
 
     if issubclass(etype, AssertionError) and failure.raised_by_a_check(tb):  # a check's message, not its code
@@ -42,7 +44,7 @@ def _show(shell, etype, value, tb, tb_offset=None):
 def install():
     """In IPython, show the stub's NotImplementedError with its lead line, and a failed check as its message with
     the student's own lines only (perfaudit/checks/failure.py); elsewhere do nothing."""
-    from IPython import get_ipython
+    from IPython import get_ipython  # IPython only here: the checker imports the checks without it
 
     shell = get_ipython()
     if shell is not None and not shell.custom_exceptions:  # never replace a handler someone else set

@@ -84,10 +84,10 @@ def test_each_nbgrader_subcommand_exists(doc, line):
 # {command as the docs write it: [(test file in tests/, what that file holds where it runs the command), ...]}
 RUN_BY = {
     # what `python -m perfaudit.instructor.demo` calls, on a temporary course
-    "make demo": [("test_demo.py", 'demo.main(["--course", str(root)])')],
+    "make demo": [("instructor/test_demo.py", 'demo.main(["--course", str(root)])')],
     "make release": [("test_whole_term.py", '"generate_assignment", ASSIGNMENT, "--force", "--no-db"')],
     # what `python -m perfaudit.instructor.student_copy` calls
-    "make student-copy": [("test_student_copy.py", 'student_copy.write(folder / "student.zip")')],
+    "make student-copy": [("instructor/test_student_copy.py", 'student_copy.write(folder / "student.zip")')],
     "make check STAGE=4 IMPLEMENTATION=solution": [
         ("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],  # every stage
     "make check STAGE=2 IMPLEMENTATION=starter": [
@@ -127,7 +127,7 @@ RUN_BY = {
         # lms: canvas, moodle
         ("grade/test_lms_round_trip.py", '"-m", "perfaudit.grade", "--export", lms, "--roster"')],
     # what the option sets, run(Options(regrade=True))
-    "python -m perfaudit.grade --regrade": [("grade/test_grade.py", "run(Options(course_dir=root, regrade=True")],
+    "python -m perfaudit.grade --regrade": [("grade/test_run.py", "run(Options(course_dir=root, regrade=True")],
     "python -m perfaudit.grade --report": [("grade/test_report_graded.py", '"--report"')],
     # a dask scheduler and two workers started on loopback, the command's run(Options(scheduler=...))
     "python -m perfaudit.grade --scheduler tcp://grading-head:8786": [
@@ -146,7 +146,7 @@ RUN_BY = {
         ("helpers/chromium.py", '"--no-browser", "--ServerApp.ip=127.0.0.1"')],
     # the student's own working copy, from the unzipped student copy (stage 2, the default evidence folder)
     ".venv/bin/python -m perfaudit.check --stage 3 --evidence-dir runs/performance-audit": [
-        ("test_student_copy.py", '_check(unzipped, "--stage", "2")')],
+        ("instructor/test_student_copy.py", '_check(unzipped, "--stage", "2")')],
     # the accounts and the hub as make hub-users and make hub make them (perfaudit.hub.accounts, .exchange, jupyterhub)
     "sudo make hub-users ROSTER=roster.txt": [
         ("hub/test_hub.py", "accounts.add(people, hub=settings.from_environment(env))")],
@@ -182,7 +182,7 @@ NOT_RUN = {
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "
-    "read in tests/grade/test_grade_task.py",
+    "read in tests/grade/test_task.py",
     "dask worker tls://10.0.0.1:8786 --nthreads 1 --memory-limit 0 --tls-ca-file ca.pem --tls-cert worker.pem "
     "--tls-key worker-key.pem": "needs a certificate authority's files, as the scheduler above",
     "python -m perfaudit.serve --scheduler tcp://grading-head:8786": "needs a running Dask cluster; the service "

@@ -1,7 +1,9 @@
 """The package's layout, read from its source: no import circle, no module too long to read."""
 
 import ast
+import io
 import re
+import tokenize
 from importlib.util import resolve_name
 from pathlib import Path
 
@@ -76,6 +78,130 @@ def test_no_module_is_over_600_lines():
     assert {name: lengths.get(name, 0) for name in LONG_MODULES if lengths.get(name, 0) <= MAX_LINES} == {}
 
 
+def _unexplained_imports(text):
+    """Lines of the imports inside a function that no comment explains: one on the import's line, or on its block of
+    consecutive import statements (the lines it spans, or the line above it)."""
+    commented = {token.start[0] for token in tokenize.generate_tokens(io.StringIO(text).readline)
+                 if token.type == tokenize.COMMENT}
+    found = set()
+    for function in ast.walk(ast.parse(text)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            for body in (value for value in vars(node).values() if isinstance(value, list)):
+                block = []
+                for statement in [*body, None]:
+                    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                        block.append(statement)
+                        continue
+                    if block and not commented & set(range(block[0].lineno - 1, block[-1].end_lineno + 1)):
+                        found.update(imported.lineno for imported in block)
+                    block = []
+    return sorted(found)
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports sit at the top of a module unless a comment says why one waits for its function (JAX only when a
+    measurement runs, the kernel's side kept light, an import circle through a package's __init__, ...)."""
+    unexplained = {path.relative_to(PACKAGE.parent).as_posix(): lines for path in _modules().values()
+                   if (lines := _unexplained_imports(path.read_text()))}
+    assert unexplained == {}
+
+
+def test_an_import_inside_a_function_without_a_comment_is_found():
+    assert _unexplained_imports("import os\n\n\ndef f():\n    import json\n    return json\n") == [5]
+    assert _unexplained_imports("def f():\n    if True:\n        import json\n\n        import re\n") == [3, 5]
+    assert _unexplained_imports("def f():\n    import json  # why\n") == []
+    assert _unexplained_imports("def f():\n    # why, for both\n    import json\n    import re\n") == []
+    assert _unexplained_imports("class A:\n    def f(self):  # not about it\n        x = 1\n"
+                                "        import json\n") == [4]
+
+
+def _test_file(name):
+    """The test file of module `name`: tests/<wing>/test_<module>.py for perfaudit.<wing>.<module>, and
+    tests/test_<module>.py for a module at the package's top (a package's own: its __init__.py)."""
+    parts = name.split(".")[1:] or ["perfaudit"]
+    return PACKAGE.parent / "tests" / Path(*parts[:-1]) / f"test_{parts[-1]}.py"
+
+
+# Modules with no behaviour of their own, so no test file of their own: {module: why}.
+NO_BEHAVIOUR = {
+    **dict.fromkeys(["perfaudit", "perfaudit.autograde", "perfaudit.checks", "perfaudit.fixtures", "perfaudit.grade",
+                     "perfaudit.hub", "perfaudit.instructor", "perfaudit.serve", "perfaudit.fixtures.catalog.cheats"],
+                    "a package's docstring, its constants and the names it re-exports"),
+    **dict.fromkeys(["perfaudit.student_files.nbgrader_config", "perfaudit.hub.students.nbgrader_config",
+                     "perfaudit.hub.jupyterhub_config"],
+                    "a configuration file that nbgrader or JupyterHub reads; tests/hub/test_hub.py runs the hub's"),
+    "perfaudit.serve.settings": "traitlets with their defaults and help, no code",
+    "perfaudit.serve.__main__": "a thin entry point: arguments to Service (tests/serve/test_serve.py runs it)",
+    **dict.fromkeys([f"perfaudit.fixtures.catalog.cheats.{m}" for m in (
+        "answering", "invented", "inventions", "leaks", "left_behind", "limits", "prints", "snippets",
+        "written_by_cheats")], "catalog cases as data: each is graded by tests/fixtures/test_catalog.py"),
+}
+# Modules with behaviour of their own whose tests live in other files today: {module: where}. A module leaves this
+# list when it gets its own test file (the test below says when); a new module never joins it.
+TESTED_ELSEWHERE = {
+    "perfaudit.autograde.agent": "autograde/test_protocol.py",
+    "perfaudit.autograde.channel": "autograde/test_protocol.py",
+    "perfaudit.autograde.drop_duplicate_ids": "autograde/test_autograde.py (plain nbgrader end to end)",
+    "perfaudit.autograde.envrecord": "grade/test_envcheck.py",
+    "perfaudit.autograde.hidden": "autograde/test_execute.py",
+    "perfaudit.autograde.instruments": "autograde/test_measured.py",
+    "perfaudit.autograde.made_up": "checks/test_evidence.py",
+    "perfaudit.autograde.oomlog": "autograde/test_memory.py (through memory.py)",
+    "perfaudit.autograde.proctree": "autograde/test_memory.py (through memory.py)",
+    "perfaudit.autograde.refuse_unsafe_submission": "autograde/test_submission.py",
+    "perfaudit.charts": "test_decompose.py",
+    "perfaudit.checks.failure": "test_unfilled.py",
+    "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
+    "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
+    "perfaudit.coldstart": "test_program.py",
+    "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.student_html": "autograde/test_sanitize_outputs.py, test_browser_student_html.py",
+    "perfaudit.fixtures.catalog.valid": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.catalog.variants": "fixtures/test_catalog.py",
+    "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
+    "perfaudit.grade.__main__": "grade/test_grade_command.py",
+    "perfaudit.grade.classdata": "grade/test_classreport.py",
+    "perfaudit.grade.diagnose": "grade/test_intake.py, grade/test_run.py",
+    "perfaudit.grade.engine": "grade/test_grade_cluster.py",
+    "perfaudit.grade.feedback": "grade/test_run.py",
+    "perfaudit.grade.gradebook": "grade/test_task.py",
+    "perfaudit.grade.items": "grade/test_classreport.py",
+    "perfaudit.grade.records": "grade/test_report_graded.py",
+    "perfaudit.grade.regrade": "grade/test_report_graded.py",
+    "perfaudit.grade.summary": "grade/test_run.py",
+    "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
+    "perfaudit.grade.writer": "grade/test_run.py, serve/test_serve.py",
+    "perfaudit.hub.settings": "hub/test_hub.py",
+    "perfaudit.hub.userenv": "hub/test_hub.py (through jupyterhub_config.py)",
+    "perfaudit.instructor.answers": "checks/test_evidence.py",
+    "perfaudit.instructor.course": "test_release.py",
+    "perfaudit.notebooks": "test_check.py",
+    "perfaudit.profiling": "test_program.py",
+    "perfaudit.report": "checks/test_evidence.py, test_decompose.py",
+    "perfaudit.reuse": "checks/test_stages.py",
+    "perfaudit.serve.exchange": "serve/test_serve.py",
+    "perfaudit.serve.notes": "serve/test_serve.py",
+    "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
+}
+
+
+def test_every_module_with_behaviour_has_a_test_file_of_its_own():
+    """tests/ mirrors the package: a module with behaviour of its own is tested in the file named after it."""
+    without = sorted(name for name in _modules() if not _test_file(name).is_file())
+    assert [name for name in without if name not in NO_BEHAVIOUR and name not in TESTED_ELSEWHERE] == []
+    # A module that has its own test file now, or is gone, leaves the lists: they only shrink.
+    assert [name for name in {**NO_BEHAVIOUR, **TESTED_ELSEWHERE} if name not in without] == []
+
+
+def test_a_module_s_test_file_mirrors_its_place_in_the_package():
+    assert _test_file("perfaudit.checks.traces") == PACKAGE.parent / "tests" / "checks" / "test_traces.py"
+    assert _test_file("perfaudit.paths") == PACKAGE.parent / "tests" / "test_paths.py"
+    assert _test_file("perfaudit.grade") == PACKAGE.parent / "tests" / "test_grade.py"
+
+
 def _student_facing():
     """The modules a student's copy holds (perfaudit/instructor/student_copy.py follows the release's imports)."""
     from perfaudit.instructor import student_copy
@@ -95,6 +221,18 @@ def test_student_facing_code_imports_nothing_of_the_grader_or_the_answer_key():
                       if imported.partition(".")[2].split(".")[0] in instructor_only)
     assert crossing == []
     assert "perfaudit.checks" in facing and "autograde" in instructor_only  # what the wall is between
+
+
+def test_the_student_copy_s_rule_is_a_folder_rule():
+    """Every module outside the instructor-only folders is one the student copy holds (a wing of them whole): what
+    only the instructor or the grader needs (the answer key, the reference JAXPR, the commands) lives in one of those
+    folders, perfaudit/instructor/ for the instructor's, and nowhere beside the public modules."""
+    facing, instructor_only = _student_facing()
+    # a top module or package; student_files/ holds the copy's own files (its nbgrader_config.py), no module
+    wings = {".".join(name.split(".")[:2]) for name, path in _modules().items()
+             if name.count(".") and (path.parent == PACKAGE or (PACKAGE / name.split(".")[1] / "__init__.py").exists())}
+    assert sorted(wing for wing in wings if wing.split(".")[1] not in instructor_only and wing not in facing) == []
+    assert "perfaudit.instructor.reference" in _modules() and "perfaudit.checks" in facing
 
 
 def _commands():

@@ -51,7 +51,7 @@ def _encode_other(value, depth):
 
 
 def _as_array(value):
-    import numpy as np
+    import numpy as np  # the agent imports nothing heavy (test_protocol): NumPy once a value may be an array
 
     if isinstance(value, np.generic):
         return value.item() if value.dtype.kind in "biuf" else None
@@ -68,7 +68,7 @@ def _decode(value, dirs):
         if tag == protocol.ARRAY:
             array = protocol.decode_array(value)
             if value.get("jax"):
-                import jax
+                import jax  # JAX in the agent only for a JAX array the grader hands in
 
                 return jax.device_put(array)
             return array
@@ -80,6 +80,7 @@ def _decode(value, dirs):
         if tag == protocol.SLOW:
             return _slow_function(value, dirs)
         if tag == protocol.SLOWJIT:
+            # IPython (json) and the instruments (NumPy) only when the grader hands in its jit: see _user_namespace
             from IPython import get_ipython
 
             from perfaudit.autograde.instruments import make_jit, new_workload
@@ -87,7 +88,7 @@ def _decode(value, dirs):
             jit = make_jit(value["id"], get_ipython().kernel.raw_input, lambda fn: _ref(fn)["id"])
             return jit(new_workload()) if value.get("new_workload") else jit
         if tag == protocol.FRESHJIT:
-            import jax
+            import jax  # JAX in the agent only for the fresh jit the grader asks for
 
             fn = _decode(value["fn"], dirs)
             return jax.jit(lambda x: fn(x))
@@ -103,6 +104,7 @@ def _slow_function(value, dirs):
     wrapped = _decode(value.get("wrapped"), dirs)
 
     def slow(x):
+        # IPython and the checks (NumPy) only when the grader's slow function is called: see _user_namespace
         from IPython import get_ipython
 
         from perfaudit.checks.held import HeldResult, placeholder
@@ -118,6 +120,8 @@ def _slow_function(value, dirs):
 
 
 def _user_namespace():
+    # The kernel has IPython loaded already; imported here so that importing the agent loads nothing heavy (json,
+    # NumPy, JAX) anywhere else (tests/autograde/test_protocol.py checks it).
     from IPython import get_ipython
 
     return get_ipython().user_ns

@@ -24,6 +24,7 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
+from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
@@ -51,8 +52,6 @@ def instructor_cells(resources: dict[str, Any] | None, course_id: str) -> dict[s
     info = (resources or {}).get("nbgrader", {})
     if not info.get("db_url") or not info.get("notebook") or not info.get("assignment"):
         return None
-    from nbgrader.api import Gradebook
-
     with Gradebook(info["db_url"], course_id) as gradebook:
         notebook = gradebook.find_notebook(info["notebook"], info["assignment"])
         return {cell.name: cell.source for cell in notebook.source_cells}

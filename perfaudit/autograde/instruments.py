@@ -39,6 +39,7 @@ this protocol itself can still do is in docs/grading-security.md.
 
 import itertools
 import math
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -320,7 +321,7 @@ def make_jit(number: int, ask: Callable[[str], str],
     """The stand-in's jit in the student's process: jit(fn) is jax.jit of fn with a static argument the grader
     picks at each call, reporting each trace, and returning results whose readiness the grader decides. keep(fn):
     the number by which the grader can call fn itself."""
-    import jax
+    import jax  # the kernel's side only: the grader imports this module and never starts JAX for it
 
     functions = _registry.setdefault(number, [])
 
@@ -373,9 +374,7 @@ _workloads = itertools.count(1)
 
 def new_workload() -> Callable[[Any], Any]:
     """A new function computing tanh(x @ x), with a name of its own: nothing is cached for it, wherever it runs."""
-    import os
-
-    import jax.numpy as jnp
+    import jax.numpy as jnp  # the kernel's side only, as make_jit
 
     def audited(x):
         return jnp.tanh(x @ x)
@@ -387,7 +386,7 @@ def new_workload() -> Callable[[Any], Any]:
 def _probe(inner, x, salt, seed):
     """' v1 v2 ...': the entries the grader asks for of the jitted function on the grader's matrix, given the shape,
     dtype and placement of x, so that JAX runs the program it just compiled ('' when that fails)."""
-    import jax
+    import jax  # the kernel's side only, as make_jit
 
     try:
         n = np.shape(x)[0]

@@ -6,6 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfaudit.instructor import answers
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -43,22 +45,16 @@ def test_folders() -> list[Path]:
 def made_up_evidence(rng: "np.random.Generator | None" = None, steady_calls: int | None = None) -> dict[str, Any]:
     """An evidence dict as gather_evidence returns it, with timings and a JAXPR token that exist only here (hidden
     tests only: perfaudit/instructor/answers.py)."""
-    from perfaudit.instructor import answers
-
     return answers.evidence_of(rng, steady_calls)
 
 
 def made_up_report(evidence: dict[str, Any], rng: "np.random.Generator | None" = None) -> dict[str, Any]:
     """A stage 3 report of this evidence, as run_audit would return it (hidden tests only: the answer key,
     perfaudit/instructor/answers.py)."""
-    from perfaudit.instructor import answers
-
     return answers.report_of(evidence, rng)
 
 
 def made_up_first_call(rng: "np.random.Generator | None" = None) -> dict[str, Any]:
     """What perfaudit.decompose.first_call returns, with consistent numbers that exist only here (hidden tests only:
     perfaudit/instructor/answers.py)."""
-    from perfaudit.instructor import answers
-
     return answers.first_call_of(rng)

@@ -15,11 +15,11 @@ from perfaudit.autograde.made_up import new_folder
 from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
     check_returns_what_it_wrote, read_report, artifact_path
 from perfaudit.checks.failure import fail
-from perfaudit.checks.outputs import as_matrix, compare, device_matrix, output_tolerance, random_matrix
+from perfaudit.checks.outputs import check_random_output, device_matrix, random_matrix
 from perfaudit.checks.stages import CLOCK_SLACK_S, STAGE_PARTS, STAGE_WORDS, check_stages
 from perfaudit.checks.timing import as_float, check_seconds
 from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
-from perfaudit.reference import reference_jaxpr
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def grader_jit(rng: np.random.Generator | None = None) -> instruments.GraderJit:
@@ -216,14 +216,7 @@ def _check_timed_output(function, what, rng=None):
     """The function jit was given computes tanh(A @ A) for a random A chosen now, called by the grader itself."""
     if function is None:
         fail(f"{what}: the jit you were given never reported the function it made: leave that jit as it is.")
-    rng = rng or np.random.default_rng()
-    n = int(rng.integers(5, 48))
-    a = random_matrix(rng, n)
-    atol, assumed = output_tolerance()
-    found = as_matrix(function(device_matrix(a)), f"{what}: the function you timed")
-    expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
-    compare(found, expected, f"{what}: the function you timed should compute tanh(x @ x); for a random {n}x{n} "
-            "matrix A", atol=atol, assumed=assumed)
+    check_random_output(function, rng, what=f"{what}: the function you timed")
 
 
 def check_gather_evidence(gather_evidence: Callable[..., Any], rng: np.random.Generator | None = None) -> None:

@@ -17,6 +17,8 @@ of an answer before it writes anything. This module imports nothing heavy: the k
 
 import base64
 import binascii
+import os
+import pathlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -120,7 +122,7 @@ def decode(value: Any, other: Callable[[str, dict[str, Any], int], Any], tick: C
 
 def encode_array(value: Any, jax: bool = False) -> dict[str, Any] | None:
     """A NumPy array (or what converts to one) as an array value, or None when its dtype is not in ARRAY_DTYPES."""
-    import numpy as np
+    import numpy as np  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     array = np.ascontiguousarray(np.asarray(value))
     if str(array.dtype) not in ARRAY_DTYPES:
@@ -131,7 +133,7 @@ def encode_array(value: Any, jax: bool = False) -> dict[str, Any] | None:
 
 def decode_array(value: dict[str, Any]) -> "ndarray":
     """An array value as a NumPy array of its own, its dtype known and its bytes exactly its shape's."""
-    import numpy as np
+    import numpy as np  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     dtype, shape = value.get("dtype"), _list(value.get("shape"))
     if dtype not in ARRAY_DTYPES:
@@ -152,7 +154,7 @@ def decode_array(value: dict[str, Any]) -> "ndarray":
 
 
 def _bfloat16():
-    import ml_dtypes
+    import ml_dtypes  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     return ml_dtypes.bfloat16
 
@@ -188,9 +190,6 @@ def snapshot(path: "str | PathLike[str]") -> dict[str, Any]:
     folder's, shallowest first. A file over MAX_FILE_BYTES is left out, and so is what the grader would refuse:
     files past MAX_FILES, MAX_SNAPSHOT_BYTES, MAX_FOLDERS or MAX_NAME_PARTS deep.
     """
-    import os
-    import pathlib
-
     path = pathlib.Path(path)
     name = path.name if name_parts(path.name) is not None else "file"
     if path.is_file():
@@ -224,8 +223,6 @@ def snapshot(path: "str | PathLike[str]") -> dict[str, Any]:
 
 def _in_order(folder):
     """The files of folder that snapshot() may send, in the order it sends them."""
-    import os
-
     evidence = evidence_names(folder)
     if evidence is not None:
         return [os.path.join(folder, name) for name in evidence]
@@ -243,8 +240,7 @@ EVIDENCE_REPORT = "report.json"
 def evidence_names(folder: "str | PathLike[str]") -> list[str] | None:
     """report.json and the plain file names its "artifacts" give, in that order, where folder holds a report.json:
     the files of an evidence folder the checks read (perfaudit/checks/evidence.py); None for another folder."""
-    import json
-    import os
+    import json  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     report = os.path.join(folder, EVIDENCE_REPORT)
     if os.path.islink(report) or not os.path.isfile(report):
@@ -329,14 +325,14 @@ def request_expression(request: dict[str, Any]) -> str:
 
 def pack(message: dict[str, Any]) -> str:
     """A request or reply as base64 JSON text."""
-    import json
+    import json  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     return _b64(json.dumps(message).encode())
 
 
 def unpack(text: str | bytes) -> dict[str, Any]:
     """base64 JSON text as the message it holds (a dict), or WireError."""
-    import json
+    import json  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     try:
         message = json.loads(base64.b64decode(text, validate=True))

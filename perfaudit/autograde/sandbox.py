@@ -33,6 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import perfaudit
+from perfaudit.autograde import memory
+
 if TYPE_CHECKING:
     from perfaudit.autograde.limits import SandboxLimits
 
@@ -104,8 +107,6 @@ def status(limits: "SandboxLimits") -> str:
     """One line for grading output and the grade summary: how student code ran."""
     ok, detail = available()
     if ok:
-        from perfaudit.autograde import memory
-
         return (
             f"sandbox: bubblewrap {detail} (no network; reads only the system, Python and perfaudit; writes only "
             f"a private scratch folder and /tmp in memory; limits: {limits.describe()}; memory counted by "
@@ -206,8 +207,6 @@ def _instructor_only_paths():
     """What of the course package holds answers: perfaudit/instructor/ (the answer key, which hidden tests use in the
     grader only) and perfaudit/fixtures/, whose samples and catalog hold solutions as text. In the sandbox both read
     as empty folders."""
-    import perfaudit
-
     package = Path(perfaudit.__file__).resolve().parent
     found = [package / "instructor", package / "fixtures"]
     return [str(path) for path in found if path.exists()]

@@ -27,6 +27,7 @@ from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_output
+from nbgrader.coursedir import CourseDirectory
 from traitlets import Bool, default
 
 # Markup an honest output uses (pandas' to_html: a table with border and class), never style or script.
@@ -172,8 +173,6 @@ def _fenced(source):
 
 def _instructor_texts(config, resources):
     """Markdown and raw sources of the instructor's notebook in source/ (left as they are), or none."""
-    from nbgrader.coursedir import CourseDirectory
-
     info = (resources or {}).get("nbgrader", {})
     if not info.get("notebook") or not info.get("assignment"):
         return set()

@@ -90,6 +90,8 @@ def stage(folder: str | Path, into: str | Path, ignore: Sequence[str] = ()) -> N
 
 def submitted_folder(config: Config, resources: dict[str, Any]) -> Path | None:
     """The student's submitted folder of the notebook being autograded, or None outside autograde."""
+    # nbgrader's CourseDirectory loads its gradebook's SQLAlchemy (seconds): only when autograding, as
+    # grade/intake.py and grade/diagnose.py import this module for its rules alone
     from nbgrader.coursedir import CourseDirectory
 
     info = resources.get("nbgrader", {})

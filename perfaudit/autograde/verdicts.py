@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from IPython.core.inputtransformer2 import TransformerManager
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
@@ -139,8 +140,6 @@ def _parse(source):
     try:
         return ast.parse(source)
     except SyntaxError:
-        from IPython.core.inputtransformer2 import TransformerManager
-
         try:
             return ast.parse(TransformerManager().transform_cell(source))
         except SyntaxError:

@@ -14,6 +14,9 @@ per subject a student meets, so a failing check's traceback stays among what it 
   held.py      results whose readiness someone else decides (how a check knows the caller waited)
   failure.py   how a check fails
 
+JAX is imported in the functions that run it, never at a module's top: the batch grader and the grading service
+import the checks (through the nbgrader plug-ins) without running JAX, which takes a second or more to import.
+
 Nothing here imports the grader or the answer key (tests/test_layout.py keeps it so): what hidden tests need of
 them (the grader's instruments and clock, made-up evidence, the answer key) is perfaudit/autograde/hidden.py.
 """
@@ -37,8 +40,8 @@ from perfaudit.checks.stages import check_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
                                      check_trace_predictions, check_traces_follow_jit, clear_cache, count_new_traces,
-                                     jaxpr_canonical, jaxpr_of, jaxpr_program, reference_jaxpr, trace_count_answers,
-                                     trace_sequence)
+                                     jaxpr_canonical, jaxpr_of, jaxpr_program, trace_count_answers, trace_sequence,
+                                     workload_program)
 
 unfilled.install()  # an unfilled solution cell is named before the traceback, in JupyterLab and Validate
 

@@ -5,6 +5,8 @@ student's process for how long."""
 
 import time
 
+import numpy as np
+
 
 class HeldResult:
     """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
@@ -33,8 +35,6 @@ class HeldResult:
         return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
 
     def __array__(self, dtype=None, copy=None):
-        import numpy as np
-
         return np.asarray(self._value(), dtype=dtype)
 
     def __jax_array__(self):
@@ -70,8 +70,6 @@ class HeldResult:
 
 def placeholder():
     """What a result with no computation behind it holds (a test's stand-in for a slow function)."""
-    import numpy as np
-
     return np.zeros((1, 1), dtype=np.float32)
 
 
@@ -100,7 +98,7 @@ class FreshJit:
 
     def __call__(self, x):
         if self._jitted is None:
-            import jax
+            import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
             self._jitted = jax.jit(lambda v: self.fn(v))
         return self._jitted(x)

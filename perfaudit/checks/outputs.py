@@ -32,7 +32,7 @@ def compare(found, expected, what, atol, assumed=None):
 
 
 def device_matrix(a):
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     # device_put, not jnp.eye: jnp.eye compiles small jits of its own.
     return jax.device_put(np.asarray(a, dtype=np.float32))
@@ -95,7 +95,7 @@ def matmul_setting():
     """[jax_default_matmul_precision, default backend] of this process: the grader's own when it grades (a student's
     process that claims another backend or precision cannot widen the tolerance), the student's own when the
     notebook checks itself."""
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     return [jax.config.jax_default_matmul_precision, jax.default_backend()]
 
@@ -108,14 +108,15 @@ def output_tolerance():
                                          f"the {backend} backend")
 
 
-def check_random_output(workload, rng=None):
+def check_random_output(workload, rng=None, what="workload(A)"):
     """workload(A) must equal tanh(A @ A) for a random A of a random size: a hard-coded answer fails. The tolerance
-    follows the matrix-product precision in effect where the workload runs (MATMUL_TOLERANCE)."""
+    follows the matrix-product precision in effect where the workload runs (MATMUL_TOLERANCE). what: the call as the
+    messages name it (the grader's measured checks name the function a student timed)."""
     rng = rng or np.random.default_rng()
     n = int(rng.integers(5, 48))
     a = random_matrix(rng, n)
     atol, assumed = output_tolerance()
-    found = as_matrix(workload(device_matrix(a)), f"workload(A) for a random {n}x{n} matrix A")
+    found = as_matrix(workload(device_matrix(a)), f"{what} for a random {n}x{n} matrix A")
     expected = np.tanh(a.astype(np.float64) @ a.astype(np.float64))
-    compare(found, expected, f"workload(A) should be tanh(A @ A) for a random {n}x{n} matrix A", atol=atol,
-             assumed=assumed)
+    compare(found, expected, f"{what} should be tanh(A @ A) for a random {n}x{n} matrix A", atol=atol,
+            assumed=assumed)

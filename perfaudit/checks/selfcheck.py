@@ -16,6 +16,7 @@ import numpy as np
 
 from perfaudit.checks.failure import fail
 from perfaudit.checks.outputs import device_matrix
+from perfaudit.checks.stages import check_stages
 from perfaudit.checks.timing import as_float, check_seconds
 
 CLOCK_SLACK_S = 50e-6  # one process, one clock: rounding only
@@ -32,7 +33,7 @@ def _int_traces(traces):
 def check_counts_traces_not_calls(audited, traces):
     """Calls of audited at shapes it has already traced (16x16, 32x32) add no trace: a counter that rises on every
     call counts calls, not traces."""
-    import jax
+    import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     before = _int_traces(traces)
     calls = [device_matrix(np.eye(16)), device_matrix(np.eye(32)), device_matrix(np.eye(16))]
@@ -59,7 +60,7 @@ class _WatchedJit:
         self.calls = []  # (shape, seconds until the call returned, whether it traced)
 
     def __call__(self, fn, *args, **kwargs):
-        import jax
+        import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
         traced = [0]
 
@@ -147,10 +148,9 @@ def check_stages_are_their_own(time_stages, steady_runs=5):
     """time_stages on a new jitted function whose trace, lower, compile and runs are noted as they happen: each of
     trace_s, lower_s and compile_s covers its stage and fits in the time between the stages before and after it,
     so no timing holds another stage too (compile timed inside lower_s, one timing reused for two stages)."""
+    # JAX on first use: see perfaudit/checks/__init__.py
     import jax
     import jax.numpy as jnp
-
-    from perfaudit.checks.stages import check_stages
 
     def audited(v):
         return jnp.tanh(v @ v)

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import dask
 from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
 
+from perfaudit.grade.worker import output_to_log
+
 if TYPE_CHECKING:
     from distributed import Worker
 
@@ -84,8 +86,6 @@ class OutputToLog(WorkerPlugin):
         self.path = str(path)
 
     def setup(self, worker: "Worker") -> None:
-        from perfaudit.grade.worker import output_to_log
-
         output_to_log(self.path)
 
 

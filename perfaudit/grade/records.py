@@ -25,10 +25,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nbgrader.api import MissingEntry
 from traitlets.config import Config
 
+from perfaudit import ASSIGNMENT
 from perfaudit.autograde import statefolder
 from perfaudit.autograde import versions
+from perfaudit.grade.export import EXPORT_DIR, course_directory
+from perfaudit.grade.gradebook import opened
+from perfaudit.grade.worker import venv_first_on_path
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -181,13 +186,6 @@ def recorder(autograded: str | Path, spec: dict[str, Any], course_gb: "Gradebook
 
 def export_course(course_dir: str | Path, db_url: str | None = None, out_dir: str | Path | None = None) -> list[str]:
     """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
-    from nbgrader.api import MissingEntry
-
-    from perfaudit import ASSIGNMENT
-    from perfaudit.grade.export import EXPORT_DIR, course_directory
-    from perfaudit.grade.gradebook import opened
-    from perfaudit.grade.worker import venv_first_on_path
-
     venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
     coursedir = course_directory(Path(course_dir).resolve(), db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()

@@ -143,7 +143,7 @@ def _course(spec):
 
 def _local_directory():
     """The Dask worker's own scratch folder (removed with the worker), else the system's temporary folder."""
-    try:
+    try:  # distributed (seconds) only on a worker: writer.py and the service's exchange import tasks without it
         from distributed import get_worker
 
         return get_worker().local_directory

@@ -13,6 +13,7 @@ ports with a state folder, exchange and course of their own):
 """
 
 import os
+import pwd
 import shlex
 import sys
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ class HubSettings:
 
     @property
     def course_id(self):
+        # nbgrader and the grader (seconds) only when asked: jupyterhub_config.py imports these settings
         from perfaudit.grade.worker import course_config
         from nbgrader.coursedir import CourseDirectory
 
@@ -52,8 +54,6 @@ class HubSettings:
     def owner(self):
         """The course directory's owner: Formgrader and the grading service run as this account, and it owns the
         course's folder in the exchange (as an instructor who ran release_assignment would)."""
-        import pwd
-
         return pwd.getpwuid(self.course.stat().st_uid)
 
     def groups(self):

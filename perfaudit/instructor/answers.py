@@ -5,9 +5,11 @@ run_audit writes), so `make student-copy` leaves this module out. perfaudit.chec
 test calls a check with inputs of its own; the visible self-checks compare with values written out in checks.py.
 """
 
+import time
+
 import numpy as np
 
-from perfaudit.reference import reference_jaxpr
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def summary_of(samples):
@@ -91,8 +93,6 @@ def first_call_of(rng=None):
 def time_stages(jitted, x, steady_runs=20):
     """Notebook 4's time_stages as the instructor writes it: trace, lower, compile, the first and the steady runs of
     the compiled program, each timed on its own, synchronized (perfaudit.decompose uses it without a student's)."""
-    import time
-
     start = time.perf_counter()
     traced = jitted.trace(x)
     trace_s = time.perf_counter() - start

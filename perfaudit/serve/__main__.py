@@ -14,6 +14,8 @@ from perfaudit.grade import coursedir
 from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
+from perfaudit.serve.ledger import status_lines
+from perfaudit.serve.service import Service
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -35,12 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     if coursedir.not_a_course(args.course_dir):
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
-    from perfaudit.serve.service import Service
-
     service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
     if args.status:
-        from perfaudit.serve.ledger import status_lines
-
         print(f"ledger: {service.ledger.path}")
         print("\n".join(status_lines(service.ledger)))
         return 0

@@ -12,6 +12,7 @@ import pytest
 
 from perfaudit import checks
 from perfaudit.autograde import measured
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def workload(x):
@@ -215,10 +216,19 @@ def test_a_changed_answer_to_the_first_call_question_never_passes(monkeypatch, a
 def test_the_timed_function_must_compute_the_workload():
     """Real timings of a function that is not the workload, with the workload's JAXPR saved beside them."""
     def of_nothing(k, jit):
-        return {**gather_evidence(k, jit, body=lambda x: x), "jaxpr_text": checks.reference_jaxpr()}
+        return {**gather_evidence(k, jit, body=lambda x: x), "jaxpr_text": reference_jaxpr()}
 
     with pytest.raises(AssertionError, match="did not give tanh"):
         measured.check_gather_evidence(of_nothing)
+
+
+def test_the_grader_calls_the_timed_function_itself_with_a_matrix_of_its_own():
+    """The same output check as the visible one (checks.check_random_output), its messages naming the function timed."""
+    measured._check_timed_output(jax.jit(workload), "gather_evidence")
+    with pytest.raises(AssertionError, match=r"^gather_evidence: the function you timed should be tanh\(A @ A\) "):
+        measured._check_timed_output(jax.jit(lambda v: v), "gather_evidence")
+    with pytest.raises(AssertionError, match="never reported the function it made"):
+        measured._check_timed_output(None, "gather_evidence")
 
 
 def test_the_saved_jaxpr_must_be_the_timed_function_s():

@@ -32,6 +32,15 @@ def test_random_output_catches_a_hard_coded_identity():
         checks.check_random_output(hardcoded_identity)
 
 
+def test_random_output_messages_name_the_call_they_are_given():
+    with pytest.raises(AssertionError, match=r"^workload\(A\) should be tanh\(A @ A\) for a random \d+x\d+ matrix A: "):
+        checks.check_random_output(hardcoded_identity)
+    with pytest.raises(AssertionError, match=r"^audited\(A\) should be tanh\(A @ A\) for a random"):
+        checks.check_random_output(hardcoded_identity, what="audited(A)")
+    with pytest.raises(AssertionError, match=r"^audited\(A\) for a random \d+x\d+ matrix A should return an array"):
+        checks.check_random_output(lambda x: object(), what="audited(A)")
+
+
 def bfloat16_pass(x):
     """What one bfloat16 pass computes (a TPU's default): the inputs rounded to bfloat16, products summed in float32.
     The CPU backend ignores a bfloat16 precision setting and computes in float32, so this makes the error real."""

@@ -2,7 +2,7 @@
 
 import json
 
-from perfaudit import checks
+from perfaudit.instructor.reference import reference_jaxpr
 
 
 def consistent_report():
@@ -25,7 +25,7 @@ def consistent_report():
 
 def write_evidence(tmp_path, report, jaxpr=None):
     """report.json and the JAXPR it names in tmp_path (the reference JAXPR unless given); tmp_path."""
-    jaxpr = checks.reference_jaxpr() if jaxpr is None else jaxpr
+    jaxpr = reference_jaxpr() if jaxpr is None else jaxpr
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "workload.jaxpr.txt").write_text(jaxpr)
     return tmp_path

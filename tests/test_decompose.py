@@ -1,4 +1,4 @@
-"""Going further: the first call decomposed, the environment, the charts, and their place in the report.
+"""The first call decomposed (perfaudit/decompose.py), its charts, and their place in the report.
 
 Relations only, never absolute times: parts are positive, sums are sums, and neither decomposition outgrows
 the first call beyond the tolerance stated in perfaudit/checks.py.
@@ -82,18 +82,6 @@ def test_memory_estimate_is_labelled_and_sized_like_the_buffers(first_call):
 def test_stablehlo_holds_the_lowered_ops(first_call):
     assert "stablehlo.dot_general" in first_call["stablehlo_text"]
     assert "stablehlo.tanh" in first_call["stablehlo_text"]
-
-
-def test_environment_records_the_cache_dispatch_flags_and_cpus(monkeypatch):
-    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_thunk_runtime=true")
-    jax.config.update("jax_enable_compilation_cache", False)  # as the notebooks' setup does
-    described = environment.describe()
-    assert described["persistent_compilation_cache"] is False
-    assert described["compilation_cache_dir"] is None
-    assert described["cpu_async_dispatch"] is True
-    assert described["xla_flags"] == "--xla_cpu_use_thunk_runtime=true"
-    assert described["cpu_count"] >= 1
-    assert set(described["cpu_affinity"]) <= set(range(described["cpu_count"]))
 
 
 def test_full_report_passes_schema_and_going_further_checks(first_call, tmp_path):
