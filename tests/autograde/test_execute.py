@@ -234,9 +234,12 @@ def _oom_kill_the_first_kernel_from_outside(killed):
 
 @pytest.mark.skipif(os.geteuid() != 0 or memory.mechanism() == memory.WATCHDOG,
                     reason="an OOM kill from outside the kernel's group needs a memory cgroup this process may limit")
-def test_a_kernel_the_oom_killer_chose_for_another_group_is_graded_once_more(tmp_path):
+def test_a_kernel_the_oom_killer_chose_for_another_group_is_graded_once_more(tmp_path, monkeypatch):
     """A cause outside the notebook the machine recorded (the OOM killer chose the kernel for memory another group
     used): the notebook runs once more, in a new kernel, and keeps everything it would have had."""
+    # A parent group of this test's own: the limit it sets on the parent would OOM-kill the kernels other test
+    # processes run under the shared one (seen: an honest sample's kernel killed beside this test's).
+    monkeypatch.setattr(memory, "PARENT", f"{memory.PARENT}-oom-test-{os.getpid()}")
     killed = []
     killer = threading.Thread(target=_oom_kill_the_first_kernel_from_outside, args=(killed,), daemon=True)
     killer.start()
