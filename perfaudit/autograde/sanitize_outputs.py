@@ -34,7 +34,15 @@ from traitlets import Bool, default
 TAGS = sorted(set(ALLOWED_TAGS) | {"table", "thead", "tbody", "tfoot", "tr", "th", "td", "caption", "p", "div",
                                    "span", "pre", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
                                    "dl", "dt", "dd", "small", "kbd", "samp", "var", "del", "ins", "s", "u"})
-ATTRIBUTES = {**ALLOWED_ATTRIBUTES, "table": ["border", "class"], "th": ["colspan", "rowspan"],
+TABLE_CLASSES = {"dataframe"}  # pandas' own; any other class could borrow the page's styles (Bootstrap's navbar)
+
+
+def _table_attribute(tag: str, name: str, value: str) -> bool:
+    """A table keeps its border, and its class only where every class in it is pandas' own."""
+    return name == "border" or (name == "class" and set(value.split()) <= TABLE_CLASSES)
+
+
+ATTRIBUTES = {**ALLOWED_ATTRIBUTES, "table": _table_attribute, "th": ["colspan", "rowspan"],
               "td": ["colspan", "rowspan"]}
 SAFE_SCHEMES = {"http", "https", "mailto"}
 IMAGE_URLS = ("data:image/png;base64,", "data:image/jpeg;base64,")  # a markdown cell's attachments, as rendered

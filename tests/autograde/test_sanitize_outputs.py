@@ -87,3 +87,14 @@ def test_a_pasted_image_and_web_links_keep_a_students_markdown_as_written(tmp_pa
     nb, _ = SanitizeOutputs()(new_notebook(cells=[answer]), {})
     assert nb.cells[0].source == written
     assert list(nb.cells[0].attachments) == ["chart.png"]
+
+
+def test_a_table_keeps_pandas_class_and_no_class_that_restyles_the_page():
+    """A table classed as the page's own parts (Bootstrap's navbar-fixed-top pins it over the real score) loses its
+    class; pandas' `dataframe` is kept."""
+    forged = '<table class="navbar-fixed-top dataframe"><tr><td>Score: 5.0 / 5.0</td></tr></table>'
+    honest = '<table border="1" class="dataframe"><tbody><tr><td>1</td></tr></tbody></table>'
+    cells = [new_markdown_cell(forged), new_markdown_cell(honest)]
+    nb, _ = SanitizeOutputs()(new_notebook(cells=cells), {})
+    assert "navbar" not in nb.cells[0].source and "Score: 5.0 / 5.0" in nb.cells[0].source
+    assert nb.cells[1].source == honest
