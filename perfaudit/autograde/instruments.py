@@ -272,36 +272,39 @@ def probed_at(seed: int, n: int) -> list[list[int]]:
     return np.random.default_rng(seed).integers(0, n, size=(PROBES, 2)).tolist()
 
 
-def computes_workload(seed: int, shape: tuple[int, ...], reported: list[str]) -> bool:
-    """Whether the entries a first call reported are those of tanh(A @ A) for the grader's matrix A."""
-    if not seed or len(reported) != PROBES:
+def _entries_are(seed: int, n: int, reported: list[str], expected_at: Callable[[int, int], float]) -> bool:
+    """Whether the PROBES entries reported, at probed_at(seed, n), are expected_at(row, column) each."""
+    if len(reported) != PROBES:
         return False
-    n, every = shape[0], np.arange(shape[0])
     for (i, j), text in zip(probed_at(seed, n), reported):
         try:
             value = float(text[:32])
         except ValueError:
             return False
-        row, column = probe_entries(seed, i, every, n), probe_entries(seed, every, j, n)
-        expected = math.tanh(float(row.astype(np.float32).astype(np.float64) @ column.astype(np.float32)))
-        if not abs(value - expected) <= PROBE_TOLERANCE:  # NaN fails too
+        if not abs(value - expected_at(i, j)) <= PROBE_TOLERANCE:  # NaN fails too
             return False
     return True
+
+
+def computes_workload(seed: int, shape: tuple[int, ...], reported: list[str]) -> bool:
+    """Whether the entries a first call reported are those of tanh(A @ A) for the grader's matrix A."""
+    if not seed:
+        return False
+    n, every = shape[0], np.arange(shape[0])
+
+    def expected_at(i, j):
+        row, column = probe_entries(seed, i, every, n), probe_entries(seed, every, j, n)
+        return math.tanh(float(row.astype(np.float32).astype(np.float64) @ column.astype(np.float32)))
+
+    return _entries_are(seed, n, reported, expected_at)
 
 
 def gave_workload(seed: int, x: "ArrayLike", reported: list[str]) -> bool:
     """Whether the entries a run reported are those of tanh(x @ x) for the grader's matrix x, at probed_at(seed)."""
     a = np.asarray(x, dtype=np.float64)
-    if len(reported) != PROBES or a.ndim != 2 or a.shape[0] != a.shape[1]:
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
         return False
-    for (i, j), text in zip(probed_at(seed, a.shape[0]), reported):
-        try:
-            value = float(text[:32])
-        except ValueError:
-            return False
-        if not abs(value - math.tanh(float(a[i] @ a[:, j]))) <= PROBE_TOLERANCE:  # NaN fails too
-            return False
-    return True
+    return _entries_are(seed, a.shape[0], reported, lambda i, j: math.tanh(float(a[i] @ a[:, j])))
 
 
 def _shape(text):
