@@ -14,14 +14,15 @@ function the stand-in makes is really jax.jit of fn, and the grader keeps a reco
 - whether anyone waited for each result (an unsynchronized clock never waits);
 - its traces, reported as jax traces fn, and 1 to 3 more that the grader causes at calls it picks, by changing a
   static argument (a trace count typed in does not follow them).
-- its ahead-of-time stages: `trace`, `lower` and `compile` each held 20-150 ms at random, so a timing of a stage
-  that is shorter than the stage, or invented, does not fit; and the runs of the program `compile` returned, each
-  held like a call (the first 200-300 ms, a third of the later ones 10-20 ms, the others 1-3 ms) and released only
-  when waited for: a warm run timed as the first, or a run not waited for, does not fit. Each stage's prompt carries
-  a fingerprint of what JAX's stage made (products.py) and each waited run a few entries of its output, at places
-  the grader drew when the run began: the grader counts a stage only where the fingerprint is that of its own
-  chain of the same computation, and a run only where the entries are tanh(x @ x) for its matrix x, so a prompt
-  sent without JAX's stage or the program's run is none.
+- its ahead-of-time stages: `trace`, `lower` and `compile`, each announced before JAX does it and held 20-150 ms
+  at random after, so a timing of a stage that is shorter than the stage, or invented, does not fit; the holds keep
+  the stages' whole spans apart, so timings of two stages reported swapped do not fit either; and the runs of the
+  program `compile` returned, each held like a call (the first 200-300 ms, a third of the later ones 10-20 ms, the
+  others 1-3 ms) and released only when waited for: a warm run timed as the first, or a run not waited for, does
+  not fit. Each stage's report carries a fingerprint of what JAX's stage made (products.py) and each waited run a
+  few entries of its output, at places the grader drew when the run began: the grader counts a stage only where
+  the fingerprint is that of its own chain of the same computation, and a run only where the entries are
+  tanh(x @ x) for its matrix x, so a prompt sent without JAX's stage or the program's run is none.
 Whether the timed function computes the workload rests on its first call's answer, checked in the grader against
 tanh(A @ A) for the grader's matrix; the saved JAXPR is compared with the grader's own. The grader runs no code of
 its own in the student's process to learn either: what the stand-in reports is a claim, checked in the grader.
@@ -62,6 +63,7 @@ STAGE_HOLD_S = (0.02, 0.15)  # each of trace, lower and compile of the ahead-of-
 FIRST_RUN_HOLD_S = (0.2, 0.3)  # the first run of a compiled program: a later run on a busy machine stays shorter
 LONG_RUN_HOLD_S = (0.010, 0.020)  # a third of its later runs
 STAGES = ("trace", "lower", "compile")
+STAGES_APART_S = 0.015  # how far apart the spans of two stages of one function are held (_stage_hold)
 CLOCK_SLACK_S = 50e-6  # the two processes read one monotonic clock; this covers rounding only
 MAX_FUNCTIONS = 64  # functions one jit keeps a record of: what a kernel asks for beyond them is not recorded
 # number -> [fn, ...] a jit made, in the process that makes them (the kernel's, or the checker's): a jit handed in
@@ -108,8 +110,10 @@ class FunctionRecord:
         self.repeats = 0
         self.counts: list[tuple[int, int]] = []  # (calls made so far, traces so far) when a call or a wait arrived
         self.function: Any = None  # the function jit was given, as GraderJit.resolve found it
-        # (stage, grader's span, arrival, release, the fingerprint sent) for each trace, lower and compile, in order
+        # (stage, grader's span, arrival, release, the fingerprint sent) for each trace, lower and compile, in order;
+        # a stage arrives when its beginning is announced, before JAX does it, and is released after its hold
         self.stages: list[tuple[str, float, float, float, str]] = []
+        self.begun: dict[str, float] = {}  # stage -> arrival of its announced beginning, until it is done
         self.runs: list[Run] = []  # Run of each call of a program compile() returned, in order
 
     def counts_after(self, call: int) -> set[int]:
@@ -157,11 +161,14 @@ class GraderJit:
             return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
         if kind == protocol.ASK_TRACED:
             record.traces += 1
+        elif kind == protocol.ASK_STAGE_BEGIN and len(rest) >= 2 and rest[1] in STAGES:
+            record.begun[rest[1]] = received
         elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
-            time.sleep(self._uniform(STAGE_HOLD_S))
+            began = record.begun.pop(rest[1], received)  # no beginning announced: the stage is only its hold
+            time.sleep(self._stage_hold(record, received - began))
             released = time.perf_counter()
             product = rest[2][:products.FINGERPRINT_CHARS] if len(rest) >= 3 else products.NONE
-            record.stages.append((rest[1], released - received, received, released, product))
+            record.stages.append((rest[1], released - began, began, released, product))
         elif kind == protocol.ASK_RUN:
             first = not record.runs
             long = first or self.rng.random() < 1 / 3
@@ -187,6 +194,17 @@ class GraderJit:
                 time.sleep(max(0.0, call.ready_hold_s - (time.perf_counter() - received)))
                 call.span_s = time.perf_counter() - call.started
         return ""
+
+    def _stage_hold(self, record, elapsed):
+        """A hold of STAGE_HOLD_S for a stage JAX did in `elapsed` s, drawn so that the stage's whole span differs by
+        STAGES_APART_S or more from each span of the function's other stages: timings of two stages reported
+        swapped then each miss the stage they claim (a few draws; the last is kept if none is apart)."""
+        others = [span for _, span, *_ in record.stages]
+        for _ in range(16):
+            hold = self._uniform(STAGE_HOLD_S)
+            if all(abs(elapsed + hold - span) >= STAGES_APART_S for span in others):
+                break
+        return hold
 
     def _record(self, number):
         if number and number[0].isdigit() and int(number[0]) < len(self.functions):
@@ -362,8 +380,8 @@ def make_jit(number: int, ask: Callable[[str], str],
             return ask(" ".join((kind, str(number), str(index), *map(str, more))))
 
         # a function's attributes, as jax.jit's own function has them
-        audited.trace = lambda x: _Stage(inner.trace(x, salts[-1]), "trace",  # type: ignore[attr-defined]
-                                         lambda *stage: ask_about(protocol.ASK_STAGE, *stage), ask_about)
+        audited.trace = lambda x: _Stage.made(  # type: ignore[attr-defined]
+            "trace", lambda: inner.trace(x, salts[-1]), ask_about)
         audited.lower = lambda x: audited.trace(x).lower()  # type: ignore[attr-defined]
         audited.eval_shape = lambda x: inner.eval_shape(x, salts[-1])  # type: ignore[attr-defined]
         audited.__name__, audited.__wrapped__ = traced.__name__, fn  # type: ignore[attr-defined]
@@ -405,23 +423,34 @@ def _probe(inner, x, salt, seed):
 
 class _Stage:
     """JAX's Traced or Lowered object, the stage that made it held by the grader; lower() and compile() are held in
-    turn, and the program compile() returns runs as the grader holds it. Everything else is JAX's own."""
+    turn, and the program compile() returns runs as the grader holds it. Everything else is JAX's own. Each stage
+    is announced before JAX does it and reported with the fingerprint of what it made once done, so that the
+    grader's span of a stage holds JAX's own work and its hold, and nothing of the next stage."""
 
-    def __init__(self, value: Any, stage: str, hold: Callable[..., object],
-                 ask: Callable[..., str] | None = None) -> None:
-        hold(stage, products.fingerprint(stage, value))
-        self._value, self._hold, self._ask = value, hold, ask
+    def __init__(self, value: Any, ask: Callable[..., str]) -> None:
+        self._value, self._ask = value, ask
+
+    @classmethod
+    def made(cls, stage: str, make: Callable[[], Any], ask: Callable[..., str]) -> "_Stage":
+        return cls(_staged(stage, make, ask), ask)
 
     def lower(self, *args: Any, **kwargs: Any) -> "_Stage":
-        return _Stage(self._value.lower(*args, **kwargs), "lower", self._hold, self._ask)
+        return _Stage.made("lower", lambda: self._value.lower(*args, **kwargs), self._ask)
 
-    def compile(self, *args: Any, **kwargs: Any) -> Any:
-        compiled = self._value.compile(*args, **kwargs)
-        self._hold("compile", products.fingerprint("compile", compiled, self._value))
-        return compiled if self._ask is None else _Compiled(compiled, self._ask)
+    def compile(self, *args: Any, **kwargs: Any) -> "_Compiled":
+        return _Compiled(_staged("compile", lambda: self._value.compile(*args, **kwargs), self._ask, self._value),
+                         self._ask)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._value, name)
+
+
+def _staged(stage, make, ask, lowered=None):
+    """What make() returns, JAX's stage, announced to the grader before and held by it after, with its fingerprint."""
+    ask(protocol.ASK_STAGE_BEGIN, stage)
+    value = make()
+    ask(protocol.ASK_STAGE, stage, products.fingerprint(stage, value, lowered))
+    return value
 
 
 class _Compiled:

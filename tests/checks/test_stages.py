@@ -46,6 +46,17 @@ def in_milliseconds(jitted, x, steady_runs=20):
     return {k: [s * 1e3 for s in v] if k == "steady_run_s" else v * 1e3 for k, v in found.items()}
 
 
+def lower_and_compile_swapped(jitted, x, steady_runs=20):
+    """Every stage measured, then lower_s and compile_s reported each in the other's place."""
+    found = time_stages(jitted, x, steady_runs)
+    return {**found, "lower_s": found["compile_s"], "compile_s": found["lower_s"]}
+
+
+def trace_and_lower_swapped(jitted, x, steady_runs=20):
+    found = time_stages(jitted, x, steady_runs)
+    return {**found, "trace_s": found["lower_s"], "lower_s": found["trace_s"]}
+
+
 def compile_left_out(jitted, x, steady_runs=20):
     """Times the trace and lowering, then compiles off the clock and reports a made-up compile time."""
     found = time_stages(jitted, x, steady_runs)
@@ -168,6 +179,8 @@ def test_time_stages_written_honestly_passes(honest):
 @pytest.mark.parametrize("wrong, message", [
     (in_milliseconds, "Milliseconds instead of seconds"),
     (compile_left_out, "compile_s is"),
+    (lower_and_compile_swapped, "shorter than"),
+    (trace_and_lower_swapped, "shorter than"),
     (never_compiles, r"never called jitted.trace\(x\)"),
     (invented_plausibly, "shorter than"),
     (feeds_the_listener, r"never called jitted.trace\(x\)"),
