@@ -328,15 +328,16 @@ def jaxpr_of(jitted, n=16):
 
 def check_jaxpr_is_of(jitted, text, n=16):
     """The saved JAXPR is the one of `jitted` itself: the same equations as jitted's own trace at n x n, which must be
-    the workload's (check_jaxpr_text). A function jit did not make has no trace to ask: its
-    JAXPR is judged by check_jaxpr_text alone (its trace checks fail on their own). jitted must compute tanh(x @ x)
-    for a matrix the grader draws: the trace is asked of the student's object, so what it computes is checked too."""
+    the workload's (check_jaxpr_text). A function jit did not make has no trace to ask, so nothing shows the text
+    is its JAXPR: it fails (a text typed in is no JAXPR of audited). jitted must compute tanh(x @ x) for a matrix
+    the grader draws: the trace is asked of the student's object, so what it computes is checked too."""
     rng = np.random.default_rng()
     a = random_matrix(rng, n)
     _check_computes_workload(jitted(device_matrix(a)), a, f"a random {n}x{n} matrix")
     made = jaxpr_of(jitted, n)
     if made is None:
-        return
+        fail("audited has no trace(), so jaxpr_text cannot be shown to be its JAXPR: make audited with "
+             "jax.jit(counted_workload) and save str(jax.make_jaxpr(audited)(x16)).")
     if jaxpr_canonical(made) != jaxpr_canonical(str(text)):
         fail("jaxpr_text should be the JAXPR of audited itself: str(jax.make_jaxpr(audited)(x16)).")
     check_jaxpr_text(made, n)

@@ -208,3 +208,14 @@ def test_an_audited_that_computes_nothing_and_forges_its_trace_is_caught():
             check(audited, lambda: count[0])
     with pytest.raises(AssertionError, match=r"audited should compute tanh\(x @ x\)"):
         checks.check_jaxpr_is_of(audited, str(jax.make_jaxpr(workload)(jnp.eye(16))))
+
+
+def test_a_jaxpr_saved_for_a_function_jit_did_not_make_fails():
+    """A plain Python function computing the workload has no trace() to ask: a JAXPR text beside it, however right,
+    is not shown to be its own (the text could be typed in)."""
+    def audited(x):
+        return jnp.tanh(x @ x)
+
+    with pytest.raises(AssertionError, match=r"audited has no trace\(\)"):
+        checks.check_jaxpr_is_of(audited, str(jax.make_jaxpr(workload)(jnp.eye(16))))
+    checks.check_jaxpr_is_of(jax.jit(audited), str(jax.make_jaxpr(jax.jit(audited))(jnp.eye(16))))
