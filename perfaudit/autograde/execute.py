@@ -29,8 +29,9 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
 from traitlets.config import Config
+import zmq
 
-from perfaudit.autograde import canary, made_up, sandbox, submission, verdicts
+from perfaudit.autograde import canary, made_up, protocol, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
@@ -45,6 +46,12 @@ DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ tha
 DEMONSTRATION_SKIPPED = "[not run while grading: a read-and-run demonstration with no points]\n"
 SNAPSHOT_TIMEOUT_S = 30  # to read what one cell bound (a few names, most of them references)
 OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook printed more than its output limit]\n"
+# nbclient's words when a cell's reply came but its end on the output channel did not: ZeroMQ dropped a message of
+# it over protocol.MAX_MESSAGE_BYTES (kernel.py), and the connection with it, which comes back at once.
+IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
+RECONNECT_S = 10  # to connect to the kernel's output channel again (_reconnect_output)
+OUTPUT_LOST = (f"[the grader did not receive all of this cell's output: a single message over "
+               f"{protocol.MAX_MESSAGE_BYTES // 2**20} MiB is dropped unread]\n")
 
 
 def instructor_cells(resources: dict[str, Any] | None, course_id: str) -> dict[str, str] | None:
@@ -280,10 +287,27 @@ class TrustedExecute(Execute):
                 self._blame("the kernel died in an instructor's cell before any student code ran")
             self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
                                         "of memory)", "the kernel died in an earlier cell")
-        except CellTimeoutError:
+        except CellTimeoutError as error:
+            if IOPUB_TIMEOUT in str(error):  # the kernel answered; a message of the cell's never came
+                cell.outputs.append(NotebookNode(output_type="stream", name="stderr", text=OUTPUT_LOST))
+                self._reconnect_output()
+                self._take_snapshot(cell, index, resources)
+                return cell, resources
             self._stop(cell, resources, "the kernel stopped responding to this cell and to interrupts",
                        "the kernel stopped responding in an earlier cell")
         return cell, resources
+
+    def _reconnect_output(self):
+        """A new connection to the kernel's output channel: ZeroMQ closed the one that brought a message over
+        protocol.MAX_MESSAGE_BYTES and does not open it again, so no later cell's output would arrive."""
+        self.kc.iopub_channel.close()
+        self.kc._iopub_channel = None  # jupyter_client connects anew on the next use
+        if self._channel is not None:
+            self._channel.iopub = zmq.Socket.shadow(self.kc.iopub_channel.socket.underlying)
+        try:  # until the new connection receives: what the kernel publishes before that is lost
+            run_sync(self.kc.wait_for_ready)(timeout=RECONNECT_S)
+        except RuntimeError as error:  # the kernel did not answer: the next cell finds out
+            self.log.warning("the kernel's output channel could not be connected again: %s", error)
 
     def _student_namespace(self):
         """The channel to the kernel and the namespace tests run in, made when first needed."""

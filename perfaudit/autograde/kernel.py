@@ -20,9 +20,10 @@ import tempfile
 import threading
 from typing import Any
 
+import zmq
 from jupyter_client.manager import AsyncKernelManager
 
-from perfaudit.autograde import memory, sandbox, submission
+from perfaudit.autograde import memory, protocol, sandbox, submission
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.autograde.verdicts import printable
 
@@ -83,6 +84,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
         sandbox.require()  # before anything is made: a clear refusal, not a failed launch
+        _bound_messages(self.context)  # the control channel's socket
         self.limits = self.limits or SandboxLimits()
         # A signal would reach bwrap, not the kernel in its own session: interrupt over the control channel.
         self.kernel_spec.interrupt_mode = "message"  # type: ignore[union-attr]  # a kernel started has a spec
@@ -110,6 +112,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         except BaseException:
             self._cleanup.close()
             raise
+
+    def client(self, **kwargs: Any) -> Any:
+        """A client of this kernel whose sockets take no message part over protocol.MAX_MESSAGE_BYTES."""
+        kc = super().client(**kwargs)
+        _bound_messages(kc.context)  # before start_channels makes its sockets
+        return kc
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         env = sandbox.student_env()
@@ -180,3 +188,9 @@ def _hand_to_sandbox_user(private, staged, uid):
         os.chmod(root, 0o755)
         for name in files:
             os.chmod(os.path.join(root, name), 0o644)
+
+
+def _bound_messages(context: zmq.Context) -> None:
+    """Every socket the context makes from now on drops a message part from the kernel over MAX_MESSAGE_BYTES, and
+    the connection with it, before reading it whole (ZMQ_MAXMSGSIZE)."""
+    context.setsockopt(zmq.MAXMSGSIZE, protocol.MAX_MESSAGE_BYTES)

@@ -54,6 +54,9 @@ MAX_PROMPT_CHARS = 200
 
 # Limits
 MAX_REPLY_CHARS = 64 * 2**20  # a reply as the kernel sends it (base64 of JSON)
+# Any one part of a message from the kernel (a reply's content, a display message): ZeroMQ drops a longer one and
+# the connection with it before the grader holds it in memory, so a kernel cannot make the grader read 700 MB.
+MAX_MESSAGE_BYTES = MAX_REPLY_CHARS + 16 * 2**20
 MAX_DEPTH = 32  # levels of nesting in a value
 ARRAY_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                           "float16", "float32", "float64", "bfloat16"})
