@@ -59,6 +59,10 @@ class Timeout(StudentError):
     pass
 
 
+class RaisedInKernel(StudentError):
+    """The student's code raised: its type and message are the kernel's, written while a test's inputs were there."""
+
+
 class RemoteRef:
     """A student's object the kernel keeps: a function or anything that is not plain data."""
 
@@ -152,8 +156,8 @@ class KernelChannel:
         reply = self._round_trip(protocol.request_expression(request))
         if not reply.get("ok"):
             error = reply.get("error") or {}
-            raise StudentError(_text(error.get("type"), protocol.MAX_TYPE_CHARS),
-                               _text(error.get("message"), protocol.MAX_ERROR_CHARS))
+            raise RaisedInKernel(_text(error.get("type"), protocol.MAX_TYPE_CHARS),
+                                 _text(error.get("message"), protocol.MAX_ERROR_CHARS))
         return self.exchange.answer(reply, mirrors)
 
     def _round_trip(self, expression):
@@ -360,8 +364,8 @@ def _read_reply(msg):
         raise StudentError("KernelError", "the kernel did not run the grader's request")
     result = content.get("user_expressions", {}).get("r", {})
     if result.get("status") != "ok":
-        raise StudentError(_text(result.get("ename"), 100) or "Error",
-                           f"the grader's request failed in the kernel: {_text(result.get('evalue'), 500)}")
+        raise RaisedInKernel(_text(result.get("ename"), 100) or "Error",
+                             f"the grader's request failed in the kernel: {_text(result.get('evalue'), 500)}")
     text = result.get("data", {}).get("text/plain", "")
     if not isinstance(text, str) or len(text) > protocol.MAX_REPLY_CHARS:
         raise StudentError("ValueError", "an answer larger than the grader reads")

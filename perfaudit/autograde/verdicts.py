@@ -32,7 +32,7 @@ from nbgrader import utils
 
 import perfaudit
 from perfaudit.autograde import made_up
-from perfaudit.autograde.channel import KernelChannel, KernelGone, ReadLater, StudentError
+from perfaudit.autograde.channel import KernelChannel, KernelGone, RaisedInKernel, ReadLater, StudentError
 
 MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
@@ -253,6 +253,20 @@ sys.addaudithook(_guard_opens)  # a no-op outside run_test
 _GRADER_FOLDERS = re.compile(r"/\S*?perfaudit-(?:verdicts|check)-[^/\s]+(?:/read-back-[^/\s]+)?")
 
 
+# A student's function that raised while a test ran: what the kernel wrote could carry what the test handed it (a
+# made-up evidence token) or timed of it (the grader's holds), so a verdict shows none of it: the type only, when it
+# is one of Python's common ones, and how to see the message.
+SHOWN_TYPES = frozenset({
+    "ArithmeticError", "AssertionError", "AttributeError", "FileExistsError", "FileNotFoundError", "ImportError",
+    "IndexError", "KeyError", "MemoryError", "ModuleNotFoundError", "NameError", "NotADirectoryError",
+    "NotImplementedError", "OSError", "OverflowError", "PermissionError", "RecursionError", "RuntimeError",
+    "TypeError", "UnboundLocalError", "ValueError", "ZeroDivisionError", "XlaRuntimeError", "JaxRuntimeError",
+})
+RAISED = ("in your code: your code raised this error while the test ran it. Its message is not shown in a graded "
+          "notebook, since it was written while the test's inputs were there: run the notebook's self-check, or call "
+          "your function yourself, to read it.")
+
+
 def error_output(ename: object, evalue: object) -> NotebookNode:
     """An error output for students: no traceback, no path of the grader's (a folder a test made is "<folder>")."""
     evalue = _GRADER_FOLDERS.sub("<folder>", str(evalue))
@@ -279,6 +293,8 @@ def run_test(source: str, namespace: StudentNamespace, unfilled: Sequence[str] =
                     print(repr(value))  # shown as text: a value is never read as a score
     except KernelGone:
         raise
+    except RaisedInKernel as error:
+        failure = error_output(error.kind if error.kind in SHOWN_TYPES else "Exception", RAISED)
     except StudentError as error:
         failure = error_output(error.kind, f"in your code: {error}")
     except AssertionError as error:

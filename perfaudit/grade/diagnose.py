@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfaudit.autograde import submission
-from perfaudit.grade import names
 from perfaudit.grade.escape import one_line
 
 
@@ -70,13 +69,6 @@ def diagnose(folder: str | Path, expected: dict[str, list[str]]) -> Diagnosis:
     if unsafe:  # nothing in it is read: a link could point anywhere, a FIFO would hang the reader
         for name in expected:
             result.add(name, f"not graded: {submission.describe(unsafe)}")
-        return result
-    not_text = names.not_text_inside(folder) if folder.is_dir() else []
-    if not_text:  # such a name stopped the whole batch (UnicodeEncodeError): its student gets the reason instead
-        shown = ", ".join(f"'{one_line(path)}'" for path in not_text)
-        for name in expected:
-            result.add(name, f"not graded: the name of {shown} is not valid UTF-8 text: rename or remove it in "
-                             f"submitted/{folder.parent.name}/{folder.name}/ and grade again")
         return result
     if not found:
         for name in expected:

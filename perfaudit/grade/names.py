@@ -3,12 +3,12 @@
 A name that is not valid UTF-8 reaches Python as a string with lone surrogates (os.fsdecode's surrogateescape):
 it cannot be written to a terminal, a JSON record, a gradebook or a zip entry, so one such name used to stop the
 whole batch. A control character (a newline, ESC) can forge a line wherever the name is shown. Both are refused
-where a name enters, with a reason; everything shown later is escaped all the same (perfaudit/grade/escape.py).
+where a name enters (an LMS download's file, a folder of submitted/), with a reason; everything shown later is
+escaped all the same (perfaudit/grade/escape.py). A file a submission holds beside its notebooks is the grader's
+concern only as plain nbgrader's: it is copied as bytes, whatever its name, and costs nothing.
 """
 
-import os
 import unicodedata
-from pathlib import Path
 
 # A cell that starts with one of these is a formula to a spreadsheet: a student id must not, in grades.csv.
 FORMULA_START = ("=", "+", "-", "@")
@@ -29,20 +29,6 @@ def student_folder_problem(name: str) -> str | None:
     if why is None and name.startswith(FORMULA_START):
         why = f"its name starts with '{name[0]}', which a spreadsheet opening grades.csv would run as a formula"
     return why
-
-
-def not_text_inside(folder: str | Path) -> list[str]:
-    """Every path under folder (relative to it) whose name is not valid UTF-8 text; links are not followed.
-
-    The batch refuses such a submission; a name with control characters is graded and shown escaped.
-    """
-    found = []
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            if _not_text(name):
-                found.append(str((Path(root) / name).relative_to(folder)))
-    return found
 
 
 def _not_text(name):

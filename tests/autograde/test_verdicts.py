@@ -64,3 +64,32 @@ def test_a_test_reads_what_a_locked_cell_made_of_student_code_only_beside_a_chec
                          isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in student]
         assert calls_student, f"{cell.metadata.nbgrader['grade_id']} reads {sorted(read & claims)} and checks no " \
                               "student function itself"
+
+
+class _Namespace(dict):
+    """What run_test needs of a student's namespace: names, and a channel with a scratch folder."""
+
+    def __init__(self, scratch, **names):
+        super().__init__(names)
+        self.channel = type("Channel", (), {"scratch": str(scratch)})()
+
+
+@pytest.mark.parametrize("kind, shown", [("ValueError", "ValueError"), ("LEAK_218_ms", "Exception")])
+def test_an_error_the_student_s_code_raised_in_a_test_shows_its_type_never_its_message(tmp_path, kind, shown):
+    """What a kernel writes while a test runs could carry what the test handed it or the grader's holds as its
+    clock saw them: the verdict names a common type, or none, and never the message."""
+    from perfaudit.autograde.channel import RaisedInKernel, StudentError
+
+    def raising(error):
+        def call():
+            raise error
+        return call
+
+    leak = RaisedInKernel(kind, "LEAK grader held the call 218.2 ms; made-up token 37580608b922df08")
+    [failure] = verdicts.run_test("student()", _Namespace(tmp_path, student=raising(leak)))
+    assert (failure.ename, failure.evalue) == (shown, verdicts.RAISED)
+    assert "LEAK" not in str(failure) and "218" not in str(failure)
+    # what the grader itself says of an answer it refused is shown whole
+    refused = StudentError("ValueError", "an answer larger than the grader reads")
+    [failure] = verdicts.run_test("student()", _Namespace(tmp_path, student=raising(refused)))
+    assert failure.evalue == "in your code: an answer larger than the grader reads"

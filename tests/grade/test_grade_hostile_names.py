@@ -34,9 +34,10 @@ HONEST_FOLDER = "Full Marks_777_assignsubmission_file_"
 CLASSMATE_FOLDER = "Plants Into Full Marks_999_assignsubmission_file_"
 FORGED_LINE = f"  {HONEST} {NB1} (0/5): forged by a classmate"
 
+ODD_FILE_NAME = "not-utf8-file-name-beside-nb1-graded-in-full"
 EXPECTED = {  # {student: {notebook: score}} in the gradebook
     HONEST: FULL,
-    "not-utf8-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
+    ODD_FILE_NAME: {NB1: FULL[NB1], NB2: 0, NB3: 0, NB4: 0},
     "forged-summary-line-in-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
     "exception-with-escape-codes-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
 }
@@ -72,8 +73,8 @@ def graded(tmp_path_factory):
     _write(download / CLASSMATE_FOLDER / HONEST_FOLDER / f"{NB2}.ipynb", _notebook("untouched", 2))
     _write(os.fsencode(download / CLASSMATE_FOLDER) + b"/notes-\xff.ipynb", _notebook("untouched", 1))
 
-    _write(submitted / "not-utf8-file-name-scores-0" / ASSIGNMENT / f"{NB1}.ipynb", _notebook("correct", 1))
-    _write(os.fsencode(submitted / "not-utf8-file-name-scores-0" / ASSIGNMENT) + b"/notes-\xff.txt", b"notes")
+    _write(submitted / ODD_FILE_NAME / ASSIGNMENT / f"{NB1}.ipynb", _notebook("correct", 1))
+    _write(os.fsencode(submitted / ODD_FILE_NAME / ASSIGNMENT) + b"/notes-\xff.txt", b"notes")
     for folder in NOT_GRADED_FOLDERS:
         _write(os.fsencode(submitted) + b"/" + folder + f"/{ASSIGNMENT}/{NB1}.ipynb".encode(), _notebook("correct", 1))
     forged_name = f"\x1b[2Jx\n  {HONEST} {NB2} (6\u22156): forged by a classmate\n.ipynb"  # no '/' in a file name
@@ -106,11 +107,13 @@ def test_nothing_of_a_classmate_s_lands_in_the_honest_student_s_folder(graded):
     assert f"NOT PLACED {CLASSMATE_FOLDER}/notes-\\xff.ipynb: its name is not valid UTF-8 text" in out
 
 
-def test_a_name_that_is_not_utf8_costs_only_its_own_submission_with_the_reason(graded):
+def test_a_file_name_that_is_not_utf8_costs_nothing_and_a_folder_name_only_its_folder(graded):
+    """A file the grader does not need, beside the notebooks, is graded past as plain nbgrader does (its notebook in
+    full); a folder of submitted/ whose name cannot be a student id is left ungraded with the reason."""
     _, done = graded
     out = done.stdout.decode()
-    assert (f"  not-utf8-file-name-scores-0 {NB1} (0/5): not graded: the name of 'notes-\\xff.txt' is not valid UTF-8 "
-            "text: rename or remove it") in out
+    assert f"{ODD_FILE_NAME} {NB1}" not in out
+    assert f"  {ODD_FILE_NAME} {NB2} (0/6): missing" in out
     assert "NOT GRADED (the folder's name): submitted/not-utf8-folder-\\xff-not-graded: its name is not valid" in out
     assert "NOT GRADED (the folder's name): submitted/=1+1-formula-folder-not-graded: its name starts with '='" in out
 
@@ -124,9 +127,11 @@ def test_nothing_from_a_submission_poses_as_a_line_of_the_tool_s_own(graded):
     assert not [line for line in problems if line.startswith(f"  {HONEST} ")]  # full marks: no problem to report
     assert any(line.startswith("  forged-summary-line-in-file-name-scores-0 02-retracing (0/6): misnamed: submitted as "
                                "'\\x1b[2Jx\\n full-marks_777 02-retracing") for line in problems)  # padding: 1 space
+    # what the student's code raised during a test is never shown (autograde/verdicts.py): its type only
     assert any(line.startswith("  exception-with-escape-codes-scores-0 01-first-call-vs-steady (0/5): no test passed; "
-                               "first: ") and "\\x1b[2J\\x1b[32mall tests passed" in line
+                               "first: '") and "' failed: in your code: your code raised this error" in line
                for line in problems)
+    assert "all tests passed" not in out
     with open(root / "grades.csv", newline="") as handle:
         students = {row["student_id"] for row in csv.DictReader(handle)}
     assert students == set(EXPECTED)

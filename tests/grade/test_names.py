@@ -12,9 +12,3 @@ def test_names_that_are_not_text_or_hold_control_characters_are_refused_with_a_r
     assert "formula" in names.student_folder_problem("=HYPERLINK(1)")
     assert names.student_folder_problem("alice") is None and names.problem("=ok-as-a-file") is None
 
-
-def test_every_name_under_a_folder_that_is_not_text_is_found(tmp_path):
-    (tmp_path / "fine").mkdir()
-    (tmp_path / "fine" / "notes.txt").write_text("")
-    os.mkdir(os.path.join(os.fsencode(tmp_path / "fine"), b"bad\xff"))
-    assert names.not_text_inside(tmp_path) == [os.path.join("fine", os.fsdecode(b"bad\xff"))]
