@@ -230,19 +230,25 @@ class TrustedExecute(Execute):
 
     def output(self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str | None,
                cell_index: int) -> NotebookNode | None:
-        if msg["msg_type"] in ("stream", "display_data", "execute_result"):
-            self._output_bytes += len(str(msg["content"]))
-            if self._output_bytes > self.max_output_bytes:
+        if msg["msg_type"] in ("stream", "display_data", "execute_result", "error"):
+            if not self._within_output_limit(len(str(msg["content"]))):
                 if not outs or outs[-1].get("name") != "stderr" or OUTPUT_DROPPED not in outs[-1].get("text", ""):
                     outs.append(NotebookNode(output_type="stream", name="stderr", text=OUTPUT_DROPPED))
                 return None
         return super().output(outs, msg, display_id, cell_index)
 
+    def _within_output_limit(self, size: int) -> bool:
+        """Count `size` bytes more of output the notebook keeps: whether they are still within max_output_bytes."""
+        self._output_bytes += size
+        return self._output_bytes <= self.max_output_bytes
+
     # Once a test ran, the kernel may hold what the grader keeps to itself (what tests handed it, holds as timed).
     # Feedback shows no output of a cell after the first test (hide_outputs_after_tests.py); nothing the kernel
     # sends later may rewrite what it shows: an earlier cell's display, or the notebook's widget state.
     def _update_display_id(self, display_id, msg):
-        if not self._tested:
+        # an update is written into every output that shares its display id: each copy counts
+        copies = sum(len(places) for places in self._display_id_map.get(display_id, {}).values())
+        if not self._tested and self._within_output_limit(len(str(msg["content"])) * max(1, copies)):
             super()._update_display_id(display_id, msg)
 
     def handle_comm_msg(self, outs: list[NotebookNode], msg: dict[str, Any], cell_index: int) -> None:

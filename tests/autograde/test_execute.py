@@ -39,6 +39,27 @@ def test_notebook_time_limit_interrupts_the_running_cell_and_skips_the_rest(tmp_
         assert _errors(cell) == [(NOT_RUN, "not run: the notebook's time limit (3 s) ran out before this cell")]
 
 
+def test_errors_and_display_updates_count_toward_the_output_limit_each_copy_it_makes(tmp_path):
+    """What a kernel can make the grader keep, whatever kind of output carries it: errors shown without raising, a
+    display updated again and again, and one update written into every output that shares its display id (100
+    outputs, one 512 KiB update: 50 MiB kept, before updates counted)."""
+    limit = 2 * 2**20
+    cells = [
+        "import sys\nfor _ in range(12):\n    try:\n        raise ValueError('e' * 2**20)\n"
+        "    except ValueError:\n        get_ipython().showtraceback()",
+        "from IPython.display import display, update_display\nh = display({'text/plain': '-'}, raw=True, "
+        "display_id='one')\nfor _ in range(12):\n    update_display({'text/plain': 'u' * 2**20}, raw=True, "
+        "display_id='one')",
+        "for _ in range(100):\n    display({'text/plain': '.'}, raw=True, display_id='shared')\n"
+        "update_display({'text/plain': 's' * 2**19}, raw=True, display_id='shared')",
+    ]
+    for cell in cells:
+        nb = _run([cell], tmp_path, timeout=60, max_output_bytes=limit)
+        assert len(nbformat.writes(nb)) < 2 * limit, cell
+    nb = _run(cells[:1], tmp_path, timeout=60, max_output_bytes=limit)
+    assert "the grader dropped the rest of this output" in nbformat.writes(nb)
+
+
 def test_a_dead_kernel_keeps_earlier_outputs_and_marks_every_later_cell(tmp_path):
     nb = _run(["print('before')", "import os\nos._exit(3)", "print('after')"], tmp_path, timeout=30)
     assert nb.cells[0].outputs[0].text == "before\n"
