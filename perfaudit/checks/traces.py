@@ -255,9 +255,16 @@ _VARIABLE = re.compile(r"\b([a-z]+)(?::\w+\[[\d,]*\])?")
 _STRUCTURE_PARAMS = ("dimension_numbers",)  # what makes a product x @ x (and not x @ x.T), however it is written
 
 
+MAX_JAXPR_CHARS = 20_000  # a JAXPR of tanh(x @ x) has a few hundred characters at any shape; reading one costs
+# more than its length (the equations' pattern), so a longer text is refused before it is read
+
+
 def _equations(text):
     """[(output types, primitive, params, operands)] of a JAXPR's text, in order, call wrappers left out: their
     inner equations stand for them, so make_jaxpr of a jitted function and of the function itself read alike."""
+    if len(text) > MAX_JAXPR_CHARS:
+        fail(f"the JAXPR text has {len(text):,} characters: a JAXPR of tanh(x @ x) has a few hundred. Save "
+             "str(jax.make_jaxpr(f)(x)) itself.")
     found = []
     for match in _EQUATION.finditer(text):
         outputs, primitive = match.group(1).split(), match.group(2)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from perfaudit import checks
+from perfaudit.checks import traces
 
 
 def workload(x):
@@ -219,3 +220,12 @@ def test_a_jaxpr_saved_for_a_function_jit_did_not_make_fails():
     with pytest.raises(AssertionError, match=r"audited has no trace\(\)"):
         checks.check_jaxpr_is_of(audited, str(jax.make_jaxpr(workload)(jnp.eye(16))))
     checks.check_jaxpr_is_of(jax.jit(audited), str(jax.make_jaxpr(jax.jit(audited))(jnp.eye(16))))
+
+
+def test_a_jaxpr_text_far_longer_than_any_jaxpr_of_the_workload_is_refused_before_it_is_read():
+    """Reading a JAXPR's equations costs more than its length: 270 KB of "a:f32[1] " once took a test 250 s."""
+    with pytest.raises(AssertionError, match="has 270,000 characters"):
+        checks.check_jaxpr_text("a:f32[1] " * 30_000)
+    text = str(jax.make_jaxpr(workload)(jnp.eye(16)))
+    assert len(text) < traces.MAX_JAXPR_CHARS / 10
+    checks.check_jaxpr_text(text)
