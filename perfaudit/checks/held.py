@@ -26,6 +26,15 @@ class HeldResult:
             self._ready = True
         return self
 
+    def is_ready(self):
+        """jax.Array.is_ready(): True once the result can be read. Here a result is let be ready only when someone
+        waits for it, so asking waits: a loop that polls is_ready() has waited as block_until_ready() does."""
+        self.block_until_ready()
+        return True
+
+    def copy_to_host_async(self):
+        """jax.Array.copy_to_host_async(): starts a copy and returns at once; reading the values later waits."""
+
     def _value(self):
         return self.block_until_ready()._inner
 

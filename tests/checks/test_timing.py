@@ -40,6 +40,27 @@ def test_time_call_probe_tells_synchronized_from_unsynchronized():
         checks.check_time_call(unsynchronized)
 
 
+def test_time_call_that_polls_is_ready_or_copies_to_the_host_first_is_synchronized():
+    """jax.Array's own ways of waiting: polling is_ready() until it is True, or copy_to_host_async() then reading."""
+    def polls(fn, x):
+        start = time.perf_counter()
+        out = fn(x)
+        while not out.is_ready():
+            pass
+        return time.perf_counter() - start
+
+    def copies(fn, x):
+        start = time.perf_counter()
+        out = fn(x)
+        out.copy_to_host_async()
+        np.asarray(out)
+        return time.perf_counter() - start
+
+    checks.check_time_call(polls)
+    checks.check_time_call(copies)
+    checks.check_first_call_measured(polls, workload)
+
+
 def test_timings_relation():
     checks.check_timings(0.05, [1e-5] * 10)
     with pytest.raises(AssertionError, match="slower than the steady median"):
