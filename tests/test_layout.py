@@ -148,8 +148,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.autograde.hidden": "autograde/test_execute.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
     "perfaudit.autograde.made_up": "checks/test_evidence.py",
-    "perfaudit.autograde.oomlog": "autograde/test_memory.py (through memory.py)",
-    "perfaudit.autograde.proctree": "autograde/test_memory.py (through memory.py)",
     "perfaudit.autograde.refuse_unsafe_submission": "autograde/test_submission.py",
     "perfaudit.charts": "test_decompose.py",
     "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
