@@ -143,12 +143,10 @@ NO_BEHAVIOUR = {
 TESTED_ELSEWHERE = {
     "perfaudit.autograde.agent": "autograde/test_protocol.py",
     "perfaudit.autograde.channel": "autograde/test_protocol.py",
-    "perfaudit.autograde.drop_duplicate_ids": "autograde/test_autograde.py (plain nbgrader end to end)",
     "perfaudit.autograde.envrecord": "grade/test_envcheck.py",
     "perfaudit.autograde.hidden": "autograde/test_execute.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
     "perfaudit.autograde.made_up": "checks/test_evidence.py",
-    "perfaudit.autograde.refuse_unsafe_submission": "autograde/test_submission.py",
     "perfaudit.charts": "test_decompose.py",
     "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
     "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
