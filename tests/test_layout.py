@@ -169,8 +169,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.grade.summary": "grade/test_run.py",
     "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
     "perfaudit.grade.writer": "grade/test_run.py, serve/test_serve.py",
-    "perfaudit.hub.settings": "hub/test_hub.py",
-    "perfaudit.hub.userenv": "hub/test_hub.py (through jupyterhub_config.py)",
     "perfaudit.instructor.answers": "checks/test_evidence.py",
     "perfaudit.instructor.course": "test_release.py",
     "perfaudit.notebooks": "test_check.py",
