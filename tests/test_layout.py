@@ -174,8 +174,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.notebooks": "test_check.py",
     "perfaudit.profiling": "test_program.py",
     "perfaudit.reuse": "checks/test_stages.py",
-    "perfaudit.serve.exchange": "serve/test_serve.py",
-    "perfaudit.serve.notes": "serve/test_serve.py",
     "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
 }
 
