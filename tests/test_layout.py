@@ -162,7 +162,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.grade.diagnose": "grade/test_intake.py, grade/test_run.py",
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
     "perfaudit.grade.feedback": "grade/test_run.py",
-    "perfaudit.grade.gradebook": "grade/test_task.py",
     "perfaudit.grade.items": "grade/test_classreport.py",
     "perfaudit.grade.records": "grade/test_report_graded.py",
     "perfaudit.grade.regrade": "grade/test_report_graded.py",
