@@ -160,8 +160,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.grade.__main__": "grade/test_grade_command.py",
     "perfaudit.grade.diagnose": "grade/test_intake.py, grade/test_run.py",
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
-    "perfaudit.grade.records": "grade/test_report_graded.py",
-    "perfaudit.grade.summary": "grade/test_run.py",
     "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
     "perfaudit.instructor.answers": "checks/test_evidence.py",
     "perfaudit.instructor.course": "test_release.py",
