@@ -158,7 +158,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.fixtures.catalog.variants": "fixtures/test_catalog.py",
     "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
     "perfaudit.grade.__main__": "grade/test_grade_command.py",
-    "perfaudit.grade.diagnose": "grade/test_intake.py, grade/test_run.py",
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
     "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
     "perfaudit.instructor.answers": "checks/test_evidence.py",
