@@ -143,7 +143,6 @@ NO_BEHAVIOUR = {
 TESTED_ELSEWHERE = {
     "perfaudit.autograde.agent": "autograde/test_protocol.py",
     "perfaudit.autograde.channel": "autograde/test_protocol.py",
-    "perfaudit.autograde.envrecord": "grade/test_envcheck.py",
     "perfaudit.autograde.hidden": "autograde/test_execute.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
     "perfaudit.autograde.made_up": "checks/test_evidence.py",
