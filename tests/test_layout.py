@@ -143,9 +143,7 @@ NO_BEHAVIOUR = {
 TESTED_ELSEWHERE = {
     "perfaudit.autograde.agent": "autograde/test_protocol.py",
     "perfaudit.autograde.channel": "autograde/test_protocol.py",
-    "perfaudit.autograde.hidden": "autograde/test_execute.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
-    "perfaudit.autograde.made_up": "checks/test_evidence.py",
     "perfaudit.charts": "test_decompose.py",
     "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
     "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
@@ -159,7 +157,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.grade.__main__": "grade/test_grade_command.py",
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
     "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
-    "perfaudit.instructor.answers": "checks/test_evidence.py",
     "perfaudit.instructor.course": "test_release.py",
     "perfaudit.notebooks": "test_check.py",
     "perfaudit.profiling": "test_program.py",
