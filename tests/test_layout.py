@@ -160,7 +160,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.instructor.course": "test_release.py",
     "perfaudit.notebooks": "test_check.py",
     "perfaudit.profiling": "test_program.py",
-    "perfaudit.reuse": "checks/test_stages.py",
     "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
 }
 
