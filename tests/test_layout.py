@@ -147,7 +147,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.charts": "test_decompose.py",
     "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
     "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
-    "perfaudit.coldstart": "test_program.py",
     "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.student_html": "autograde/test_sanitize_outputs.py, test_browser_student_html.py",
@@ -158,7 +157,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
     "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
     "perfaudit.notebooks": "test_check.py",
-    "perfaudit.profiling": "test_program.py",
     "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
 }
 
