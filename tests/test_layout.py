@@ -144,7 +144,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.autograde.agent": "autograde/test_protocol.py",
     "perfaudit.autograde.channel": "autograde/test_protocol.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
-    "perfaudit.checks.held": "autograde/test_protocol.py, checks/test_timing.py",
     "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
     "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
