@@ -153,8 +153,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
     "perfaudit.grade.__main__": "grade/test_grade_command.py",
     "perfaudit.grade.engine": "grade/test_grade_cluster.py",
-    "perfaudit.grade.worker": "grade/test_envcheck.py, grade/test_task.py",
-    "perfaudit.notebooks": "test_check.py",
     "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
 }
 
