@@ -141,8 +141,6 @@ NO_BEHAVIOUR = {
 # Modules with behaviour of their own whose tests live in other files today: {module: where}. A module leaves this
 # list when it gets its own test file (the test below says when); a new module never joins it.
 TESTED_ELSEWHERE = {
-    "perfaudit.autograde.agent": "autograde/test_protocol.py",
-    "perfaudit.autograde.channel": "autograde/test_protocol.py",
     "perfaudit.autograde.instruments": "autograde/test_measured.py",
     "perfaudit.checks.selfcheck": "test_check.py (the self-check of each notebook)",
     "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
