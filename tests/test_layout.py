@@ -148,7 +148,6 @@ TESTED_ELSEWHERE = {
     "perfaudit.fixtures.catalog.valid": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.variants": "fixtures/test_catalog.py",
     "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
-    "perfaudit.serve.service": "serve/test_serve.py, serve/test_ledger.py",
 }
 
 
