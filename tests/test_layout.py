@@ -141,7 +141,6 @@ NO_BEHAVIOUR = {
 # Modules with behaviour of their own whose tests live in other files today: {module: where}. A module leaves this
 # list when it gets its own test file (the test below says when); a new module never joins it.
 TESTED_ELSEWHERE = {
-    "perfaudit.autograde.instruments": "autograde/test_measured.py",
     "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.student_html": "autograde/test_sanitize_outputs.py, test_browser_student_html.py",
