@@ -1,5 +1,4 @@
-"""The grader's side of the channel (perfaudit/autograde/channel.py): what it keeps of a notebook's answers, and
-its deadline."""
+"""The grader's side of the channel (perfaudit/autograde/channel.py): what it keeps of answers, and its deadline."""
 
 import base64
 

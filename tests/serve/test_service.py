@@ -1,5 +1,4 @@
-"""The service's fair limit (perfaudit/serve/service.py), on a ledger of its own: which submission is graded, and
-when the next one can be."""
+"""The service's fair limit (perfaudit/serve/service.py): which submission is graded, and when the next can be."""
 
 import io
 import re
