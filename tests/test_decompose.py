@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from jax._src import monitoring  # the listener list itself: is ours gone afterwards?
 
-from perfaudit import charts, checks, decompose, environment, report
+from perfaudit import charts, checks, decompose, environment
 from perfaudit.instructor import answers
 from evidence_reports import consistent_report, write_evidence
 
@@ -156,16 +156,6 @@ def test_charts_are_png_files_in_the_evidence_dir(first_call, tmp_path):
     labels = [label for _, label, _ in charts.first_call_bars(first_call["decomposition"], 3e-5)]
     assert labels[0] == "first call (wall clock)" and labels[-1] == "steady call (median)"
     assert "one-time lowering (fresh process)" in labels
-
-
-def test_schema_outline_folds_the_going_further_sections_unless_asked():
-    lines = [line for line in report.schema_outline().splitlines() if not line.startswith(" ")]  # field lines
-    assert any(line.startswith("decomposition ") and line.endswith("(optional)") for line in lines)
-    assert not any(line.startswith("decomposition.") for line in lines), "notebook 3 does not teach them"
-    assert not next(line for line in lines if line.startswith("timings.first_call_s ")).endswith("(optional)")
-    unfolded = [line for line in report.schema_outline(["decomposition"]).splitlines() if not line.startswith(" ")]
-    assert unfolded[0].startswith("decomposition ") and len(unfolded) > 20
-    assert all(line.endswith("(optional)") for line in unfolded), "fields of an optional section are optional"
 
 
 def test_table_shows_both_decompositions_side_by_side(first_call):

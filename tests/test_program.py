@@ -1,17 +1,14 @@
-"""Notebook 4, going further continued: the program at each stage, the cost model, a profiler trace, cold starts.
+"""Notebook 4, going further continued: the program at each stage, the cost model, cold starts in fresh processes.
 
 Relations and structure only, never an absolute time.
 """
-
-import subprocess
-import sys
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from perfaudit import coldstart, profiling, program
+from perfaudit import coldstart, program
 
 N = 16
 
@@ -54,18 +51,6 @@ def test_cost_model_states_its_conventions(x16):
     assert model["intensity_model"] <= model["intensity_minimum"] == N / 4
 
 
-def test_a_profiler_trace_of_steady_calls_shows_dispatch_and_the_program(x16, tmp_path):
-    trace_file = profiling.trace_steady_calls(workload, x16, tmp_path / "profile", calls=3)
-    assert trace_file.name.endswith(".trace.json.gz") and tmp_path in trace_file.parents
-    rows = profiling.summary(trace_file)
-    names = {name for _, name, _, _ in rows}
-    assert "PjitFunction(workload)" in names
-    assert all(count >= 1 and median >= 0 for _, _, count, median in rows)
-    labels = profiling.thread_labels(rows)
-    assert "caller" in labels.values()
-    assert "event" in profiling.table(rows, labels).splitlines()[0]
-
-
 def test_a_persistent_cache_turns_a_second_process_compile_into_a_load(tmp_path):
     # Started together, measured one after the other: the second process finds what the first one wrote.
     plain, first, second = coldstart.in_fresh_processes([None, tmp_path, tmp_path])
@@ -86,14 +71,3 @@ def test_one_fresh_process_measures_a_cold_start_on_its_own():
     run = coldstart.in_fresh_process()
     assert run["persistent_cache_dir"] is None and run["import_s"] > 0
     assert run["cold_process"]["first_call_s"] > 0 and run["cold_function"]["first_call_s"] > 0
-
-
-def test_a_process_waiting_for_its_turn_measures_nothing_when_no_turn_comes():
-    done = subprocess.run([sys.executable, "-m", "perfaudit.coldstart", "--wait"], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1 and done.stdout.split() == [coldstart.READY], done.stderr
-
-
-def test_measuring_a_cold_start_needs_a_process_without_jax():
-    with pytest.raises(RuntimeError, match="has not imported JAX"):
-        coldstart.measure()

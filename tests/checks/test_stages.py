@@ -1,4 +1,4 @@
-"""Notebook 4's own stage timing (perfaudit/checks/stages.py) and its reuse of notebook 3 (perfaudit/reuse.py).
+"""Notebook 4's own stage timing (perfaudit/checks/stages.py).
 
 Relations only: a part must cover that stage as the grader's jit held it, and fit in the call; no time is compared
 with a fixed number.
@@ -8,14 +8,12 @@ import time
 
 import jax
 import jax.numpy as jnp
-import nbformat
 import numpy as np
 import pytest
 
-from perfaudit import decompose, paths, reuse
+from perfaudit import decompose
 from perfaudit.autograde import instruments, measured, products
 from perfaudit.checks import stages
-from perfaudit.fixtures import samples
 
 
 def _timed(fn):
@@ -289,51 +287,3 @@ def test_the_decomposition_takes_its_aot_column_from_the_students_function():
     assert aot["steady_run_median_s"] > 0 and aot["sum_s"] == pytest.approx(
         sum(aot[k] for k in ("trace_s", "lower_s", "compile_s", "first_run_s")))
     assert "stablehlo.dot_general" in first["stablehlo_text"]
-
-
-def _notebook_3(folder, sample="correct", extra=None):
-    nb = samples.submission(samples.SAMPLES[sample], 3)
-    for grade_id, code in (extra or {}).items():
-        next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id).source = code
-    nbformat.write(nb, folder / paths.STAGES[3])
-
-
-def test_reuse_runs_the_setup_and_the_filled_in_cells_only(tmp_path):
-    _notebook_3(tmp_path)
-    module = reuse.notebook(paths.STAGES[3], tmp_path)
-    assert callable(module.gather_evidence) and callable(module.write_evidence)
-    assert "evidence" not in vars(module) and "written" not in vars(module)  # the measuring cell did not run
-
-
-def test_reuse_translates_magics(tmp_path):
-    from IPython.core.interactiveshell import InteractiveShell
-
-    InteractiveShell.instance()  # a shell, as in a kernel: the translated magic runs in it
-    solution = samples.instructor_solution(next(
-        c for c in notebooks_cells(paths.SOURCE / paths.STAGES[3]) if c.metadata["nbgrader"].get("grade_id") ==
-        "write_evidence"))
-    _notebook_3(tmp_path, extra={"write_evidence": "%time _ = 1\n" + solution})
-    assert callable(reuse.notebook(paths.STAGES[3], tmp_path).write_evidence)
-
-
-def notebooks_cells(path):
-    return [c for c in nbformat.read(path, as_version=4).cells if c.get("metadata", {}).get("nbgrader")]
-
-
-def test_reuse_says_when_notebook_3_is_missing(tmp_path):
-    with pytest.raises(reuse.NotebookNotFound, match="03-evidence.ipynb, which should be in the same folder"):
-        reuse.notebook(paths.STAGES[3], tmp_path)
-
-
-def test_reuse_names_the_cell_still_to_fill_in(tmp_path):
-    _notebook_3(tmp_path, sample="untouched")
-    module = reuse.notebook(paths.STAGES[3], tmp_path)
-    with pytest.raises(AttributeError, match="gather_evidence, write_evidence still hold `raise NotImplementedError"):
-        module.gather_evidence  # noqa: B018
-
-
-def test_reuse_reads_the_folder_the_checker_names(tmp_path, monkeypatch):
-    _notebook_3(tmp_path)
-    monkeypatch.setenv(reuse.FOLDER_ENV, str(tmp_path))
-    assert reuse.folder() == tmp_path
-    assert callable(reuse.notebook(paths.STAGES[3]).gather_evidence)

@@ -1,11 +1,9 @@
 """The grading task's edges, without a cluster: what it carries in, what it writes, what it lets back."""
 
-import json
-
 import pytest
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.grade import engine, gradebook, task
+from perfaudit.grade import gradebook, task
 
 
 def test_the_definition_carries_the_config_the_solutions_and_the_release(course_dir, tmp_path):
@@ -46,13 +44,3 @@ def test_links_in_a_folder_are_not_read(tmp_path):
     (folder / "01.ipynb").write_text("{}")
     (folder / "link.txt").symlink_to(tmp_path / "secret.txt")
     assert task.read_tree(folder) == {"01.ipynb": b"{}"}
-
-
-def test_scheduler_addresses_and_files(tmp_path):
-    assert engine.scheduler_address("tcp://10.0.0.1:8786") == "tcp://10.0.0.1:8786"
-    assert engine.scheduler_address("head:8786") == "tcp://head:8786"
-    (tmp_path / "scheduler.json").write_text(json.dumps({"address": "tls://head:8786"}))
-    assert engine.scheduler_address(str(tmp_path / "scheduler.json")) == "tls://head:8786"
-    (tmp_path / "bad.json").write_text("{}")
-    with pytest.raises(engine.SchedulerUnreachable, match="not a Dask scheduler file"):
-        engine.scheduler_address(str(tmp_path / "bad.json"))

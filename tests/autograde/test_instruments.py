@@ -1,0 +1,58 @@
+"""The grader's jit (perfaudit/autograde/instruments.py): the matrix it probes a first call with, and the probes."""
+
+import math
+
+import numpy as np
+import pytest
+
+from perfaudit.autograde import instruments
+
+
+def _matrix(seed, n):
+    every = np.arange(n)
+    return instruments.probe_entries(seed, every[:, None], every[None, :], n)
+
+
+def _reported(seed, a, f=lambda v: math.tanh(v)):
+    return [f"{f(float(a[i] @ a[:, j])):.9g}" for i, j in instruments.probed_at(seed, len(a))]
+
+
+def test_the_probe_matrix_is_a_hash_of_seed_row_and_column_sized_for_tanh():
+    a = _matrix(7, 64)
+    assert np.array_equal(a, _matrix(7, 64)) and not np.array_equal(a, _matrix(8, 64))
+    assert np.array_equal(instruments.probe_entries(7, 3, np.arange(64), 64), a[3])  # any entry on its own
+    bound = math.sqrt(12) / 2 * 64 ** -0.25
+    assert np.all(np.abs(a) <= bound) and abs(a.mean()) < 0.05
+    assert abs(a.var() - 64 ** -0.5) < 0.1 * 64 ** -0.5
+    assert 0.3 < np.abs(a @ a).mean() < 3  # entries of A @ A about 1: tanh far from identity and saturation
+
+
+def test_the_probed_entries_follow_from_the_seed_and_stay_inside_the_matrix():
+    at = instruments.probed_at(5, 16)
+    assert at == instruments.probed_at(5, 16) and len(at) == instruments.PROBES
+    assert all(0 <= i < 16 and 0 <= j < 16 for i, j in at)
+
+
+def test_a_first_call_computes_the_workload_only_with_tanh_of_a_at_a():
+    a = _matrix(11, 32).astype(np.float32).astype(np.float64)
+    assert instruments.computes_workload(11, (32, 32), _reported(11, a))
+    assert not instruments.computes_workload(11, (32, 32), _reported(11, a, f=lambda v: v))  # no tanh
+    assert not instruments.computes_workload(12, (32, 32), _reported(11, a))  # another matrix
+    zero = _matrix(0, 32).astype(np.float32).astype(np.float64)
+    assert not instruments.computes_workload(0, (32, 32), _reported(0, zero))  # no seed: no first call was probed
+    assert not instruments.computes_workload(11, (32, 32), _reported(11, a)[:-1])
+    assert not instruments.computes_workload(11, (32, 32), ["nan"] + _reported(11, a)[1:])
+    assert not instruments.computes_workload(11, (32, 32), ["x"] + _reported(11, a)[1:])
+
+
+def test_a_run_gave_the_workload_of_the_grader_s_own_matrix():
+    x = np.random.default_rng(1).standard_normal((8, 8)) / 3
+    assert instruments.gave_workload(3, x, _reported(3, x))
+    assert not instruments.gave_workload(3, x * 2, _reported(3, x))
+    assert not instruments.gave_workload(3, x[:, :4], _reported(3, x))
+
+
+@pytest.mark.parametrize("text, shape", [("16x16", (16, 16)), ("", ()), ("7", (7,)), ("16x-1", ("?",)),
+                                         ("x".join(["1"] * 9), ("?",)), ("1234567890x1", ("?",))])
+def test_a_reported_shape_is_a_few_small_ints_or_unknown(text, shape):
+    assert instruments._shape(text) == shape

@@ -1,0 +1,119 @@
+"""Results whose readiness someone else decides (perfaudit/checks/held.py), and the slow function that makes them."""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from perfaudit.checks import held
+
+
+class Inner:
+    """A result that counts how often it was waited for."""
+
+    def __init__(self, value):
+        self.value, self.blocked = np.asarray(value, dtype=np.float32), 0
+        self.shape, self.dtype = self.value.shape, self.value.dtype
+
+    def block_until_ready(self):
+        self.blocked += 1
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.value, dtype=dtype)
+
+    def __getitem__(self, index):
+        return self.value[index]
+
+    def __len__(self):
+        return len(self.value)
+
+    def __iter__(self):
+        return iter(self.value)
+
+    def __float__(self):
+        return float(self.value.ravel()[0])
+
+    def __add__(self, other):
+        return self.value + other
+
+    def __radd__(self, other):
+        return other + self.value
+
+    def __neg__(self):
+        return -self.value
+
+
+def _held(value=(1.5, 2.5)):
+    waits = []
+    inner = Inner(value)
+    return held.HeldResult(inner, lambda: waits.append(time.perf_counter())), inner, waits
+
+
+def test_shape_and_dtype_need_no_wait():
+    result, inner, waits = _held()
+    assert (result.shape, result.dtype, len(result)) == ((2,), np.float32, 2)
+    assert waits == [] and inner.blocked == 0
+    with pytest.raises(AttributeError):
+        result._private  # noqa: B018
+
+
+@pytest.mark.parametrize("read", [
+    lambda r: r.block_until_ready(), lambda r: np.asarray(r), lambda r: r[0], lambda r: list(r), lambda r: repr(r),
+    lambda r: str(r), lambda r: f"{r}", lambda r: r + 1, lambda r: 1 + r, lambda r: r == r, lambda r: -r,
+    lambda r: jax.block_until_ready(r), lambda r: r.value])
+def test_every_way_of_reading_the_values_waits_for_the_grader_once(read):
+    result, inner, waits = _held()
+    read(result)
+    read(result)
+    assert len(waits) == 1 and inner.blocked == 1
+
+
+def test_a_held_jax_result_reads_as_its_values():
+    result = held.HeldResult(jnp.arange(3.0), lambda: None)
+    assert float(result[2]) == 2.0 and int(held.HeldResult(jnp.float32(7.9), lambda: None)) == 7
+    assert bool(held.HeldResult(jnp.float32(1), lambda: None)) and jnp.asarray(result).sum() == 3.0
+    assert held.placeholder().shape == (1, 1) and held.placeholder().dtype == np.float32
+
+
+def test_a_fresh_jit_traces_on_its_first_call_whatever_ran_before():
+    traced = []
+
+    def fn(v):
+        traced.append(v.shape)
+        return v * 2
+    jax.jit(fn)(jnp.ones(3))
+    fresh = held.FreshJit(fn)
+    assert fresh._jitted is None and traced == [(3,)]
+    assert float(fresh(jnp.ones(3))[0]) == 2.0 and traced == [(3,), (3,)]
+    fresh(jnp.ones(3))
+    assert traced == [(3,), (3,)]
+
+
+def test_each_wait_takes_its_delay_in_turn_and_the_last_one_after():
+    slow = held.SlowFunction([0.02, 0.0])
+    assert (slow.delay_s, slow.call_delay_s) == (0.02, 0.0)
+    first, second, third = slow(None), slow(None), slow(None)
+    assert slow.waited(0) is None  # never waited for
+    first.block_until_ready()
+    second.block_until_ready()
+    third.block_until_ready()
+    assert slow.waited(0) >= 0.02 and slow.waited(1) < 0.02 and slow.waited(2) < 0.02
+    assert len(slow.released_at) == 3 and slow.arrived_at == [] and slow.waited(3) is None
+
+
+def test_a_wrapped_computation_s_result_is_handed_back_once_ready():
+    slow = held.SlowFunction([0.0], wrapped=lambda x: jnp.tanh(x @ x))
+    assert np.allclose(np.asarray(slow(jnp.eye(2))), np.tanh(np.eye(2)))
+
+
+def test_a_result_asked_for_before_its_call_is_never_recorded_as_released():
+    """With a delay inside each call, a wait asked for while no call is pending (the student's process asking the
+    grader before its call) is answered at once and recorded nowhere: a release never comes before its call."""
+    slow = held.SlowFunction([0.01], call_delays_s=[0.01])
+    slow.hold_result(time.perf_counter())
+    assert slow.released_at == [] and slow.waited(0) is None
+    slow(jnp.eye(2)).block_until_ready()
+    assert len(slow.released_at) == len(slow.arrived_at) == 1 and slow.waited(0) >= 0.02

@@ -1,0 +1,42 @@
+"""Where the hub's parts are (perfaudit/hub/settings.py): defaults for a class on this machine, the environment's."""
+
+import os
+import pwd
+import sys
+from pathlib import Path
+
+from perfaudit import paths
+from perfaudit.hub import settings
+
+
+def test_with_nothing_set_every_part_has_its_default():
+    hub = settings.from_environment({})
+    assert (hub.course, hub.state, hub.exchange, hub.url) == (
+        paths.ROOT.resolve(), (paths.ROOT / ".hub").resolve(), Path("/srv/nbgrader/exchange"), "http://:8000")
+    assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (8081, 8001, 9999)
+    assert hub.serve_args == () and hub.grading is True and hub.venv_bin == Path(sys.executable).parent
+
+
+def test_the_environment_changes_each_part(tmp_path):
+    (tmp_path / "course").mkdir()
+    (tmp_path / "state").symlink_to(tmp_path / "course")
+    hub = settings.from_environment({
+        "PERFAUDIT_HUB_COURSE": str(tmp_path / "course"), "PERFAUDIT_HUB_STATE": str(tmp_path / "state"),
+        "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"), "PERFAUDIT_HUB_URL": "http://127.0.0.1:18000",
+        "PERFAUDIT_HUB_PORTS": "18081,18001,19999", "PERFAUDIT_SERVE_ARGS": "--workers 2 --note 'two words'",
+        "PERFAUDIT_HUB_GRADING": "off"})
+    assert hub.course == tmp_path / "course" and hub.state == tmp_path / "course"  # resolved
+    assert (hub.exchange, hub.url) == (tmp_path / "exchange", "http://127.0.0.1:18000")
+    assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (18081, 18001, 19999)
+    assert hub.serve_args == ("--workers", "2", "--note", "two words") and hub.grading is False
+
+
+def test_grading_is_off_only_when_it_says_off():
+    assert settings.from_environment({"PERFAUDIT_HUB_GRADING": "no"}).grading is True
+
+
+def test_the_course_s_id_names_the_groups_and_its_folder_s_owner_runs_the_course():
+    hub = settings.from_environment({})
+    assert hub.course_id == "jax-performance-audit"
+    assert hub.groups() == ("nbgrader-jax-performance-audit", "formgrade-jax-performance-audit")
+    assert hub.owner == pwd.getpwuid(os.stat(paths.ROOT).st_uid)

@@ -1,0 +1,56 @@
+"""The Python every account's JupyterLab runs (perfaudit/hub/userenv.py): the venv's own where every account can."""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from perfaudit.hub import userenv
+
+
+def _program(path, mode):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(mode)
+    return path
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every account may search, under /tmp (pytest's own temporary folders are their owner's alone)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        os.chmod(folder, 0o755)
+        yield Path(folder)
+
+
+def test_a_program_runs_for_all_when_it_and_every_folder_above_it_let_others_in(open_folder):
+    tmp_path = open_folder
+    assert userenv.runnable_by_all(_program(tmp_path / "open" / "python", 0o755))
+    assert not userenv.runnable_by_all(_program(tmp_path / "mine" / "python", 0o750))
+    closed = _program(tmp_path / "closed" / "python", 0o755)
+    closed.parent.chmod(0o750)
+    assert not userenv.runnable_by_all(closed)
+    (tmp_path / "open" / "python3").symlink_to(closed)  # the folders above the link's target count
+    assert not userenv.runnable_by_all(tmp_path / "open" / "python3")
+    assert not userenv.runnable_by_all(tmp_path / "absent")
+    assert not userenv.runnable_by_all(tmp_path)  # a folder is not a program
+
+
+def test_the_system_python_is_the_one_of_the_version_asked_for(monkeypatch):
+    monkeypatch.setattr(userenv, "runnable_by_all", lambda path: path == "/usr/local/bin/python3.99")
+    assert userenv.system_python((3, 99)) == Path("/usr/local/bin/python3.99")
+    assert userenv.system_python((3, 98)) is None
+
+
+def test_the_course_venv_s_python_is_used_when_every_account_can_run_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(userenv, "runnable_by_all", lambda path: True)
+    assert userenv.accounts_python(tmp_path / "bin", tmp_path / "thin") == tmp_path / "bin" / "python"
+    assert not (tmp_path / "thin").exists()
+
+
+def test_without_a_python_every_account_runs_the_hub_refuses_to_start(tmp_path, monkeypatch):
+    monkeypatch.setattr(userenv, "runnable_by_all", lambda path: False)
+    with pytest.raises(SystemExit, match=f"only root can run {os.path.realpath(sys.executable)}"):
+        userenv.accounts_python(Path(sys.executable).parent, tmp_path / "thin")

@@ -1,0 +1,90 @@
+"""nbgrader's exchange as the service reads and writes it (perfaudit/serve/exchange.py): submissions in, pages out."""
+
+import getpass
+import os
+from datetime import datetime
+
+import pytest
+from nbgrader.coursedir import CourseDirectory
+from nbgrader.utils import notebook_hash
+from traitlets.config import Config
+
+from perfaudit.serve import exchange
+
+A = "performance-audit"
+
+
+def _submitted(inbound, name, secret="s3cret", files=("01-timing.ipynb",)):
+    folder = inbound / name
+    folder.mkdir(parents=True)
+    for file in files:
+        (folder / file).write_text("{}")
+    if secret is not None:
+        (folder / exchange.SECRET).write_text(secret)
+    return folder
+
+
+def test_the_course_s_folder_is_under_the_exchange_root_the_config_names(tmp_path):
+    config = Config()
+    config.Exchange.root = str(tmp_path / "exchange")
+    config.CourseDirectory.course_id = "a-course"
+    assert exchange.course_path(config, CourseDirectory(config=config)) == tmp_path / "exchange" / "a-course"
+
+
+def test_complete_new_submissions_arrive_oldest_first_with_their_student_and_time(tmp_path):
+    _submitted(tmp_path, f"ada+{A}+2026-01-02 10:00:00.000000 UTC+r1")
+    _submitted(tmp_path, f"bob+{A}+2026-01-01 10:00:00.000000 UTC+r2")
+    _submitted(tmp_path, f"eve+{A}+2026-01-01 09:00:00.000000 UTC+r0")  # known already
+    _submitted(tmp_path, f"cyd+{A}+2026-01-01 08:00:00.000000 UTC+r3", secret=None)  # still being written
+    _submitted(tmp_path, f"dan+{A}+2026-01-01 08:00:00.000000 UTC+r4", secret="")
+    _submitted(tmp_path, "fay+other+2026-01-01 08:00:00.000000 UTC+r5")  # another assignment
+    _submitted(tmp_path, f"gus+{A}+not a time+r6")
+    (tmp_path / f"hal+{A}+2026-01-01 08:00:00.000000 UTC+r7").symlink_to(tmp_path / f"ada+{A}+2026-01-02 10:00:00"
+                                                                         f".000000 UTC+r1")
+    (tmp_path / f"ivy+{A}+2026-01-01 08:00:00.000000 UTC+r8").write_text("a file")
+    assert exchange.arrivals(tmp_path, A, {f"eve+{A}+2026-01-01 09:00:00.000000 UTC+r0"}) == [
+        (f"bob+{A}+2026-01-01 10:00:00.000000 UTC+r2", "bob", datetime(2026, 1, 1, 10)),
+        (f"ada+{A}+2026-01-02 10:00:00.000000 UTC+r1", "ada", datetime(2026, 1, 2, 10))]
+    assert exchange.arrivals(tmp_path / "absent", A, set()) == []
+
+
+def test_a_submission_s_owner_notebooks_and_secret(tmp_path):
+    folder = _submitted(tmp_path, "ada", files=("02-tracing.ipynb", "01-timing.ipynb", "notes.txt"))
+    (folder / "03-evidence.ipynb").symlink_to(folder / "01-timing.ipynb")
+    assert exchange.owner(folder) == getpass.getuser()
+    assert exchange.notebooks(folder) == ["01-timing", "02-tracing"]
+    assert exchange.secret(folder) == "s3cret"
+    linked = _submitted(tmp_path, "bob", secret=None)
+    (linked / exchange.SECRET).symlink_to(folder / exchange.SECRET)
+    with pytest.raises(OSError):
+        exchange.secret(linked)
+
+
+def test_an_unsafe_submission_says_why_and_collect_copies_regular_files_byte_for_byte(tmp_path):
+    folder = _submitted(tmp_path / "inbound", "ada")
+    (folder / "evidence").mkdir()
+    (folder / "evidence" / "report.json").write_bytes(b"\x00\xff")
+    assert exchange.unsafe(folder) is None
+    target = tmp_path / "submitted" / "ada" / A
+    target.mkdir(parents=True)
+    (target / "old.ipynb").write_text("an earlier submission")
+    exchange.collect(folder, target)
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == [
+        "01-timing.ipynb", "evidence", "evidence/report.json", exchange.SECRET]
+    assert (target / "evidence" / "report.json").read_bytes() == b"\x00\xff"
+    (folder / "link").symlink_to("/etc/passwd")
+    assert exchange.unsafe(folder) == "'link' is a symbolic link: submissions may hold regular files only"
+
+
+def test_a_page_is_released_where_fetch_feedback_looks_for_it(tmp_path):
+    course = tmp_path / "exchange" / "a-course"
+    umask = os.umask(0o077)  # the modes are set, whatever the service's umask
+    try:
+        target = exchange.release(course, "s3cret", "01-timing", b"<html>page</html>")
+    finally:
+        os.umask(umask)
+    assert target == course / "feedback" / f"{notebook_hash(secret='s3cret', notebook_id='01-timing')}.html"
+    assert target.read_bytes() == b"<html>page</html>"
+    assert oct(target.stat().st_mode & 0o777) == "0o644" and oct(target.parent.stat().st_mode & 0o777) == "0o711"
+    assert exchange.release(course, "s3cret", "01-timing", b"again") == target and target.read_bytes() == b"again"
+    assert os.listdir(target.parent) == [target.name]  # no temporary file left
