@@ -96,5 +96,4 @@ def test_a_folder_holding_a_link_is_not_read_and_a_file_name_that_is_not_text_co
         handle.write("x")
     found = diagnose(folder, EXPECTED)  # a file the grader does not need: graded past, as plain nbgrader does
     assert found.gradable == ["01-timing", "02-tracing"]
-    assert {name: why[0].split(":")[0] for name, why in found.reasons.items()} == {
-        name: "missing" for name in EXPECTED if name not in found.gradable}
+    assert [why for reasons in found.reasons.values() for why in reasons if "not graded" in why or "UTF-8" in why] == []
