@@ -6,7 +6,7 @@ import textwrap
 from perfaudit import paths
 
 
-SCHEMA_VERSION = 2  # report.schema.json's schema_version (tests/checks/test_checks.py holds the two together)
+SCHEMA_VERSION = 2  # report.schema.json's schema_version (tests/test_report.py holds the two together)
 
 
 def load_schema():

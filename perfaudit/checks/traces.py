@@ -125,7 +125,7 @@ def check_traces_follow_jit(jitted, traces, rng=None):
 
 # Notebook 2, Part C: predict how many new traces each call of a fixed sequence adds. The right answers are facts of
 # the JAX this process runs, so they are measured here, by running the same sequence as the notebook's
-# make_sequence cell (tests/checks/test_checks.py holds the two together), never typed in.
+# make_sequence cell (tests/checks/test_traces.py holds the two together), never typed in.
 TRACE_CASES_INPUTS = ("f(a)", "f(a) again", "f(b)", "f(a64)", "jax.jit(square)(a)", "jax.jit(lambda x: square(x))(a)")
 TRACE_CASES_ARGUMENTS = ("scale_jit(a, 2.0)", "scale_jit(a, 3.0)", "scale_jit(a, two)", "repeat_jit(a, 2)",
                          "repeat_jit(a, 3)", "repeat_jit(a, 2) again", "total_jit((a, a))", "total_jit([a, a])")
