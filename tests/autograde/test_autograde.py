@@ -20,7 +20,7 @@ EXPECTED = {
     "partly-right": {NB1: 5, NB2: 6, NB3: 0, NB4: 0},
     "stage1-hardcoded-identity": {**FULL, NB1: 4},  # loses the random-input test only
     "stage1-unsynchronized-clock": {**FULL, NB1: 3},  # loses both claims a synchronized clock makes: sync, first call
-    "stage2-forgot-jit": {**FULL, NB2: 3},  # 4 traces, retraces on repeats; the JAXPR and the predictions count
+    "stage2-forgot-jit": {**FULL, NB2: 2},  # 4 traces, retraces on repeats; no trace() shows the JAXPR is its own
     # fails the schema and the scope test; notebook 4's audit reuses that write_evidence and loses its 3 points too
     "stage3-memory-claimed": {**FULL, NB3: 2, NB4: 2},
     "stage4-stages-in-milliseconds": {**FULL, NB4: 4},  # loses the stages test only
