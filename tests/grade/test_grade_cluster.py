@@ -175,7 +175,9 @@ def test_a_worker_killed_mid_grading_loses_nobody(on_the_cluster):
 def test_the_local_cluster_and_the_loopback_cluster_give_identical_gradebooks(on_the_cluster, tmp_path):
     cluster_root, _, _, _ = on_the_cluster
     root = _class(make_course(tmp_path / "local"))
-    run(Options(course_dir=root, workers=2, progress=False, cell_timeout=60), out=io.StringIO())  # make grade
+    # make grade, with the cluster's cell timeout; without the environment check, which that setting would run again
+    # (8 kernels) and which writes nothing in the gradebook: the cluster's workers ran theirs (the test above).
+    run(Options(course_dir=root, workers=2, progress=False, cell_timeout=60, canary=False), out=io.StringIO())
     assert _scores(root) == EXPECTED
     assert _grades(root) == _grades(cluster_root)
 

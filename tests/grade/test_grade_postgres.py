@@ -42,6 +42,9 @@ def test_a_postgresql_gradebook_written_by_the_client_alone(postgres_url, tmp_pa
         }
     assert got == EXPECTED, "\n".join(outputs)
     assert f"Scores ({len(EXPECTED)} graded now, 0 unchanged" in outputs[0]
+    # The record of the check this environment passed (make_course put it in the batch command's state folder, where
+    # a gradebook elsewhere keeps it) is found there: the solutions are not graded again.
+    assert "Environment check: passed earlier for this environment" in outputs[0], outputs[0]
     assert f"Scores (0 graded now, {len(EXPECTED)} unchanged" in outputs[1]
     assert not (root / "gradebook.db").exists(), "nothing may fall back to the sqlite default"
     course.nbgrader("export", f"--db={postgres_url}", course_dir=root)

@@ -72,8 +72,13 @@ def graded(tmp_path_factory):
         samples.write_broken(name, root / "submitted")
     before = _digest(root / "submitted")
     out = io.StringIO()
+    # Without the environment check: this run's settings are another environment than the course's record, so it
+    # would grade the instructor's solutions and the release once more (8 kernels), and the record it wrote would
+    # make plain nbgrader's canary run too (test_plain_nbgrader_keeps_the_points_before_a_kernel_death_too). The
+    # check is tested where it is the subject: tests/autograde/test_canary.py, tests/test_whole_term.py.
     options = Options(
-        course_dir=root, workers=(os.cpu_count() or 1) + 1, cell_timeout=20, memory_mb=3072, progress=False
+        course_dir=root, workers=(os.cpu_count() or 1) + 1, cell_timeout=20, memory_mb=3072, canary=False,
+        progress=False,
     )
     batch = run(options, out=out)
     return root, before, batch, out.getvalue()

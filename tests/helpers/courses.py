@@ -87,12 +87,33 @@ def generate_checked_course(root):
 def make_course(root, db_url=None):
     """A fresh course in root, as generate_checked_course makes it: a copy of the one course generated and checked
     once per test run (nbgrader takes seconds to start and generate, the environment check a minute). A gradebook
-    elsewhere (db_url) is generated afresh, and so is every course outside a test run (the benchmarks make theirs
-    with this function too)."""
-    if db_url or _tmp_path_factory is None:
+    elsewhere (db_url) is generated afresh, with the checked course's record of the check where the fingerprints
+    match (_share_record); every course outside a test run is generated afresh (the benchmarks make theirs with
+    this function too)."""
+    if _tmp_path_factory is None:
         return generate_course(root, db_url)
     generated, _ = once_per_run(_tmp_path_factory, "generated-course", generate_checked_course)
+    if db_url:
+        return _share_record(generated, generate_course(root, db_url), db_url)
     shutil.copytree(generated, root, dirs_exist_ok=True)
+    return root
+
+
+def _share_record(checked, root, db_url):
+    """The record of the check that passed for the course made once per run, in root's place for a gradebook at
+    db_url (the batch command's state folder), when root's fingerprint is the same (the same source/, release and
+    configuration, by their path in the course): what an instructor's earlier check of this environment left."""
+    from nbgrader.coursedir import CourseDirectory
+
+    from perfaudit.autograde import envrecord
+    from perfaudit.grade import worker
+
+    record = checked / f"gradebook.db{envrecord.RECORD_SUFFIX}"
+    fingerprint = envrecord.fingerprint(root, CourseDirectory(config=worker.course_config(root)), ASSIGNMENT, {})
+    if envrecord.passed_earlier(record, fingerprint):
+        target = envrecord.record_path(db_url, root / "autograded")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(record, target)
     return root
 
 
