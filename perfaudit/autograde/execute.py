@@ -143,6 +143,7 @@ class TrustedExecute(Execute):
         self._deadline = time.monotonic() + self.notebook_timeout
         self._stopped = None  # why the rest of the notebook is not run, once something stopped it
         self._output_bytes = 0
+        self._reply_timed_out = False  # the running cell's reply never came (nbclient stood in its own)
         # Under nbgrader the student's submitted folder; run directly (tests, tools) the notebook's own folder.
         self._submission = submission.submitted_folder(self.config, resources or {}) or \
             (resources or {}).get("metadata", {}).get("path")
@@ -277,6 +278,7 @@ class TrustedExecute(Execute):
                              resources.get("nbgrader", {}).get("student"))
             cell.metadata.pop("nbgrader", None)
         self._student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
+        self._reply_timed_out = False
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
@@ -294,7 +296,7 @@ class TrustedExecute(Execute):
             self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
                                         "of memory)", "the kernel died in an earlier cell")
         except CellTimeoutError as error:
-            if IOPUB_TIMEOUT in str(error):  # the kernel answered; a message of the cell's never came
+            if IOPUB_TIMEOUT in str(error) and not self._reply_timed_out:  # the kernel answered; output went missing
                 cell.outputs.append(NotebookNode(output_type="stream", name="stderr", text=OUTPUT_LOST))
                 self._reconnect_output()
                 self._take_snapshot(cell, index, resources)
@@ -302,6 +304,12 @@ class TrustedExecute(Execute):
             self._stop(cell, resources, "the kernel stopped responding to this cell and to interrupts",
                        "the kernel stopped responding in an earlier cell")
         return cell, resources
+
+    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> Any:
+        # nbclient stands in its own reply for a cell that timed out, then waits on the output channel: that wait
+        # timing out says nothing of a lost message
+        self._reply_timed_out = True
+        return await super()._async_handle_timeout(timeout, cell)
 
     def _reconnect_output(self):
         """A new connection to the kernel's output channel: ZeroMQ closed the one that brought a message over

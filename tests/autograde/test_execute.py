@@ -60,6 +60,15 @@ def test_errors_and_display_updates_count_toward_the_output_limit_each_copy_it_m
     assert "the grader dropped the rest of this output" in nbformat.writes(nb)
 
 
+def test_a_cell_that_ignores_interrupts_stops_the_notebook_and_is_not_taken_for_lost_output(tmp_path):
+    """nbclient stands in its own reply for a cell that timed out and then waits on the output channel: that wait
+    timing out is the hang's, not a message dropped over the size limit (which the grader reconnects past)."""
+    hang = "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass"
+    nb = _run([hang, "print('after')"], tmp_path, timeout=3)
+    assert _errors(nb.cells[0]) == [(NOT_RUN, "the kernel stopped responding to this cell and to interrupts")]
+    assert _errors(nb.cells[1]) == [(NOT_RUN, "not run: the kernel stopped responding in an earlier cell")]
+
+
 def test_a_dead_kernel_keeps_earlier_outputs_and_marks_every_later_cell(tmp_path):
     nb = _run(["print('before')", "import os\nos._exit(3)", "print('after')"], tmp_path, timeout=30)
     assert nb.cells[0].outputs[0].text == "before\n"
