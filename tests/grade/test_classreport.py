@@ -8,41 +8,29 @@ is tested in the files of items.py, regrade.py and classdata.py.
 import re
 from pathlib import Path
 
+from class_data import CLASS, NB, make_class
+
 from perfaudit.grade import classreport, items, regrade
-from perfaudit.grade.classdata import ClassData, GradedCell
 
-NB = "01-first-call-vs-steady"
-TESTS = [GradedCell(NB, "a", 1.0), GradedCell(NB, "b", 1.0), GradedCell(NB, "c", 2.0)]
 HOSTILE = '<img src="http://127.0.0.1:9/x.png" onerror="alert(1)"><script>alert(2)</script>'
-
-
-def _class(scores, messages=None):
-    data = ClassData(tests=list(TESTS))
-    for student, values in scores.items():
-        data.scores[student] = {t.key: v for t, v in zip(TESTS, values)}
-        data.messages[student] = (messages or {}).get(student, {})
-    return data
-
-
-CLASS = {"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 1, 0), "s5": (0, 1, 2)}
 
 
 def test_scores_and_regrade_totals_are_grades_after_the_late_penalty():
     """The Scores section and the regrade's totals are the grades the summary and the LMS show (less nbgrader's
     late penalty); a test's pass count is the test's own score, whenever the notebook came."""
-    data = _class(CLASS)
+    data = make_class(CLASS)
     data.penalties = {"s1": {NB: 4.0}}  # s1's notebook came late: nbgrader's "zero" method took its 4 points
     found = items.distributions(data)
     assert found[NB] == ([0, 3, 0, 2, 3], 4.0) and found["total"] == ([0, 3, 0, 2, 3], 4.0)
     assert [item.passed for item in items.analyse(data)] == [3, 3, 3]
-    after = _class({**CLASS, "s1": (1, 1, 0), "s2": (1, 1, 2)})
+    after = make_class({**CLASS, "s1": (1, 1, 0), "s2": (1, 1, 2)})
     after.penalties = {"s1": {NB: 2.0}}
     assert [(r["student"], r["old_total"], r["new_total"], r["direction"]) for r in regrade.changes(data, after)] == [
         ("s1", 0.0, 0.0, "same total"), ("s2", 3.0, 4.0, "up")]
 
 
 def test_text_from_a_submission_never_becomes_markup(tmp_path):
-    data = _class(CLASS, {"s3": {f"{NB}/a": f"ValueError: {HOSTILE}"}})
+    data = make_class(CLASS, {"s3": {f"{NB}/a": f"ValueError: {HOSTILE}"}})
     data.scores[HOSTILE] = dict(data.scores["s3"])
     data.messages[HOSTILE] = {f"{NB}/a": f"ValueError: {HOSTILE}"}
     data.not_graded[HOSTILE] = {NB: f"malformed JSON {HOSTILE}"}
@@ -54,8 +42,8 @@ def test_text_from_a_submission_never_becomes_markup(tmp_path):
 
 
 def test_the_page_allows_no_request():
-    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"',
-                       classreport.render(_class(CLASS), [], {}, Path("/nonexistent"), Path("/nonexistent"), "x"))[1]
+    page = classreport.render(make_class(CLASS), [], {}, Path("/nonexistent"), Path("/nonexistent"), "x")
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page)[1]
     assert "default-src 'none'" in policy and "img-src data:" in policy
 
 

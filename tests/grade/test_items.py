@@ -3,24 +3,14 @@
 import numpy as np
 import pytest
 
+from class_data import CLASS, NB, TESTS, make_class
+
 from perfaudit.grade import items
 from perfaudit.grade.classdata import ClassData, GradedCell, cause
 
-NB = "01-first-call-vs-steady"
-TESTS = [GradedCell(NB, "a", 1.0), GradedCell(NB, "b", 1.0), GradedCell(NB, "c", 2.0)]
-CLASS = {"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 1, 0), "s5": (0, 1, 2)}
-
-
-def _class(scores, messages=None):
-    data = ClassData(tests=list(TESTS))
-    for student, values in scores.items():
-        data.scores[student] = {t.key: v for t, v in zip(TESTS, values)}
-        data.messages[student] = (messages or {}).get(student, {})
-    return data
-
 
 def test_point_biserial_is_pearsons_r_with_the_rest_score():
-    analysed = items.analyse(_class(CLASS))
+    analysed = items.analyse(make_class(CLASS))
     for index, item in enumerate(analysed):
         passed = np.array([1.0 if CLASS[s][index] >= TESTS[index].points else 0.0 for s in sorted(CLASS)])
         rest = np.array([sum(CLASS[s]) - CLASS[s][index] for s in sorted(CLASS)])
@@ -29,7 +19,7 @@ def test_point_biserial_is_pearsons_r_with_the_rest_score():
 
 
 def test_discrimination_is_undefined_when_everyone_passes():
-    analysed = items.analyse(_class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (1, 0, 0)}))
+    analysed = items.analyse(make_class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (1, 0, 0)}))
     assert analysed[0].discrimination is None and analysed[0].pass_rate == 1.0
 
 
@@ -39,7 +29,7 @@ def test_failures_group_by_the_message_without_its_numbers():
         "s3": {f"{NB}/b": "AssertionError: expected -1e-05 at [0, 11], found 2"},
         "s4": {f"{NB}/b": "NameError: name 'x' is not defined"},
     }
-    data = _class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 0, 0)}, messages)
+    data = make_class({"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 0, 0)}, messages)
     b = items.analyse(data)[1]
     assert b.causes == [("AssertionError: expected # at [#, #], found #", 2, messages["s2"][f"{NB}/b"]),
                         ("NameError: name 'x' is not defined", 1, messages["s4"][f"{NB}/b"])]
@@ -48,7 +38,7 @@ def test_failures_group_by_the_message_without_its_numbers():
 
 
 def test_a_withheld_notebook_counts_in_no_pass_count_distribution_or_discrimination():
-    data = _class(CLASS)
+    data = make_class(CLASS)
     data.withheld = {"s5": {NB: "two files claim it"}}
     del data.scores["s5"]
     analysed = items.analyse(data)
@@ -74,7 +64,7 @@ def test_a_percentile_interpolates_between_order_statistics():
 
 
 def test_timings_come_from_each_graded_notebook_s_newest_record():
-    data = _class({f"s{i}": (1, 1, 2) for i in range(1, 7)})
+    data = make_class({f"s{i}": (1, 1, 2) for i in range(1, 7)})
     data.not_graded = {"s6": {NB: "missing"}}
     records = {(f"s{i}", NB): {"seconds": float(i)} for i in range(1, 7)}
     del records["s5", NB]
@@ -84,7 +74,7 @@ def test_timings_come_from_each_graded_notebook_s_newest_record():
 
 def test_a_student_with_a_notebook_withheld_has_no_total_so_is_in_no_discrimination():
     other = GradedCell("02-retracing", "d", 1.0)
-    data = _class(CLASS)
+    data = make_class(CLASS)
     data.tests.append(other)
     for student, score in (("s1", 1), ("s2", 0), ("s3", 0), ("s4", 1)):
         data.scores[student][other.key] = score

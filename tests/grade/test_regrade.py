@@ -4,26 +4,16 @@ import csv
 import json
 import re
 
+from class_data import CLASS, NB, make_class
+
 from perfaudit.autograde import statefolder
 from perfaudit.grade import regrade
-from perfaudit.grade.classdata import ClassData, GradedCell
-
-NB = "01-first-call-vs-steady"
-TESTS = [GradedCell(NB, "a", 1.0), GradedCell(NB, "b", 1.0), GradedCell(NB, "c", 2.0)]
-CLASS = {"s1": (1, 1, 2), "s2": (1, 0, 2), "s3": (0, 0, 0), "s4": (1, 1, 0), "s5": (0, 1, 2)}
-
-
-def _class(scores, messages=None):
-    data = ClassData(tests=list(TESTS))
-    for student, values in scores.items():
-        data.scores[student] = {t.key: v for t, v in zip(TESTS, values)}
-        data.messages[student] = (messages or {}).get(student, {})
-    return data
+from perfaudit.grade.classdata import ClassData
 
 
 def test_regrade_lists_exactly_the_students_whose_score_moved(tmp_path):
-    before = _class(CLASS, {"s2": {f"{NB}/b": "old"}})
-    after = _class({**CLASS, "s2": (1, 1, 2), "s4": (1, 1, 1)}, {"s4": {f"{NB}/c": "=HYPERLINK(\"x\")"}})
+    before = make_class(CLASS, {"s2": {f"{NB}/b": "old"}})
+    after = make_class({**CLASS, "s2": (1, 1, 2), "s4": (1, 1, 1)}, {"s4": {f"{NB}/c": "=HYPERLINK(\"x\")"}})
     rows = regrade.changes(before, after)
     assert [(r["student"], r["test"], r["old_score"], r["new_score"], r["direction"]) for r in rows] == [
         ("s2", "b", 0.0, 1.0, "up"), ("s4", "c", 0.0, 1.0, "up")]
@@ -37,15 +27,15 @@ def test_regrade_lists_exactly_the_students_whose_score_moved(tmp_path):
 
 
 def test_a_student_graded_in_one_run_only_or_withheld_now_is_no_change():
-    before = _class({"s1": (1, 1, 2), "s2": (1, 1, 2)})
-    after = _class({"s2": (0, 0, 0), "s3": (0, 0, 0)})
+    before = make_class({"s1": (1, 1, 2), "s2": (1, 1, 2)})
+    after = make_class({"s2": (0, 0, 0), "s3": (0, 0, 0)})
     after.withheld = {"s2": {NB: "two files claim it"}}
     assert regrade.changes(before, after) == []
 
 
 def test_a_total_that_went_down_or_stayed_is_said_so():
-    before = _class({"s1": (1, 1, 2), "s2": (1, 0, 2)})
-    after = _class({"s1": (1, 0, 2), "s2": (0, 1, 2)})
+    before = make_class({"s1": (1, 1, 2), "s2": (1, 0, 2)})
+    after = make_class({"s1": (1, 0, 2), "s2": (0, 1, 2)})
     rows = regrade.changes(before, after)
     assert [(r["student"], r["test"], r["direction"]) for r in rows] == [
         ("s1", "b", "down"), ("s2", "a", "same total"), ("s2", "b", "same total")]
@@ -75,7 +65,7 @@ def test_stamps_sort_as_text_in_time_order_to_the_millisecond():
 
 
 def test_the_scores_before_a_run_are_kept_in_the_state_folder(tmp_path, monkeypatch):
-    before = _class({"s1": (1, 0, 2)}, {"s1": {f"{NB}/b": "AssertionError: no"}})
+    before = make_class({"s1": (1, 0, 2)}, {"s1": {f"{NB}/b": "AssertionError: no"}})
     asked = []
     monkeypatch.setattr(regrade.classdata, "read", lambda *args, **kw: asked.append((args, kw)) or before)
     assert regrade.snapshot("sqlite://", "course", "hw", tmp_path, ["s1"], "20260101T000000.000Z") is before
