@@ -220,3 +220,13 @@ def test_the_package_docstring_names_every_command_make_target_and_wing():
     assert sorted(set(targets) - set(re.findall(r"\bmake ([a-z][\w-]*)", said))) == []
     assert {"checks", "autograde", "grade", "serve", "hub", "fixtures"} <= set(wings)
     assert sorted(wing for wing in wings if f"  {wing}/ " not in said) == []
+
+
+def test_tests_hold_test_files_and_conftest_only_helpers_live_in_their_folder():
+    """A module in tests/ that is no test file and no conftest.py is a helper: it lives in tests/helpers/, where
+    pyproject.toml puts it on the path, so a reader finds every helper in one place."""
+    tests = PACKAGE.parent / "tests"
+    loose = sorted(path.relative_to(tests).as_posix() for path in tests.rglob("*.py")
+                   if not path.name.startswith("test_") and path.name != "conftest.py"
+                   and "helpers" not in path.relative_to(tests).parts)
+    assert loose == []
