@@ -9,7 +9,10 @@ writes the group into the test's node id, which pytest 9 no longer lets a plugin
 
 The longest work must start first: the suite ends when the last of its processes does, and a grading of
 minutes handed out last runs on while the other processes are idle. Each worker orders its tests (the order the
-scheduler hands them out in) slow groups first, largest first, then the other slow tests, then the fast tier.
+scheduler hands them out in) slow scopes first, then the fast tier, each longest first by the seconds its tests took
+in a recorded run (SECONDS, tests/helpers/seconds.json; a test not recorded there is counted as an average one of
+its tier). `make test PYTEST_ARGS=--record-seconds` writes that file anew: do it when tests are added or a slow
+one changes much. The file only orders the run: a stale one costs minutes, never a result.
 """
 
 import json
@@ -17,6 +20,9 @@ import os
 from pathlib import Path
 
 FILE = "process-groups.json"
+SECONDS = Path(__file__).with_name("seconds.json")  # {node id: seconds of setup, call and teardown}, a recorded run's
+UNRECORDED_S = {True: 10.0, False: 0.2}  # a test SECONDS does not hold, slow or in the fast tier
+RECORDED_FROM_S = 0.5  # shorter tests are left out of SECONDS: as short as an unrecorded one of the fast tier
 
 
 def group_of(item):
@@ -29,20 +35,41 @@ def group_of(item):
     return None
 
 
-def longest_first(items):
+def longest_first(items, seconds=None):
     """items reordered in place by scope (a group, or a single test): slow scopes first, then the fast tier, each
-    by its number of tests, largest first; a scope's tests keep their order."""
-    scopes = {}  # scope -> [position of its first test, its tests, slow]
+    longest first by the recorded seconds of its tests (`seconds`: SECONDS's by default); a scope's tests keep their
+    order."""
+    seconds = recorded_seconds() if seconds is None else seconds
+    scopes = {}  # scope -> [position of its first test, its seconds, slow]
     for index, item in enumerate(items):
-        scope = scopes.setdefault(group_of(item) or item.nodeid, [index, 0, False])
-        scope[1] += 1
-        scope[2] |= item.get_closest_marker("slow") is not None
+        slow = item.get_closest_marker("slow") is not None
+        scope = scopes.setdefault(group_of(item) or item.nodeid, [index, 0.0, False])
+        scope[1] += seconds.get(item.nodeid, UNRECORDED_S[slow])
+        scope[2] |= slow
 
     def key(item):
-        first, size, slow = scopes[group_of(item) or item.nodeid]
-        return (not slow, -size, first)
+        first, total, slow = scopes[group_of(item) or item.nodeid]
+        return (not slow, -total, first)
 
     items.sort(key=key)
+
+
+def recorded_seconds():
+    """SECONDS's {node id: seconds}, or {} where it is missing or unreadable (every test then counts alike)."""
+    try:
+        return {str(nodeid): float(s) for nodeid, s in json.loads(SECONDS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def record(reports, path=SECONDS):
+    """Write {node id: seconds} of a run's test reports (setup, call and teardown summed) to path, one test a line,
+    sorted, tests shorter than RECORDED_FROM_S left out."""
+    took = {}
+    for report in reports:
+        took[report.nodeid] = took.get(report.nodeid, 0.0) + report.duration
+    kept = {nodeid: round(s, 1) for nodeid, s in sorted(took.items()) if s >= RECORDED_FROM_S}
+    path.write_text("{\n" + ",\n".join(f"  {json.dumps(k)}: {v}" for k, v in kept.items()) + "\n}\n")
 
 
 def write(config, items):
