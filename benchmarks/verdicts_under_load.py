@@ -5,8 +5,9 @@
 
 Two temporary course directories, each with one submission per sample of perfaudit/fixtures/samples.py (all of them by
 default: the instructor's solution, `correct`, and the typical mistakes). While one busy-loop Python process per
-core keeps the machine busy, each course is graded R times, alternating: plain serial `nbgrader autograde
---force` in one, `python -m perfaudit.grade --regrade` in the other. After every run the exact score of every
+core keeps the machine busy, each course is graded R times, both graders of a run at once (each loads the other
+too, and both see the same machine): plain serial `nbgrader autograde --force` in one, `python -m perfaudit.grade
+--regrade` in the other. After every run the exact score of every
 test is read from that course's gradebook. Prints, per grader and sample, how many runs scored exactly as the
 first run did, every distinct set of scores if some did not (with the runs that got it and the tests that
 differ), the load average seen while grading (1-minute, sampled every second), and the wall times. Exits 1 when
@@ -25,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -181,8 +183,10 @@ def measure(sample_names, runs, workdir, load_processes=None, max_load_s=DEFAULT
         load.restart_samples()
         started = time.monotonic()
         for run in range(1, runs + 1):
-            for grader in GRADERS:  # alternating, so both graders see the same machine
-                seconds, status, output = grade(grader, courses[grader], canary)
+            with ThreadPoolExecutor(len(GRADERS)) as pool:  # at once: both graders see the same machine
+                graded = dict(zip(GRADERS, pool.map(lambda g: grade(g, courses[g], canary), GRADERS)))
+            for grader in GRADERS:
+                seconds, status, output = graded[grader]
                 result.seconds[grader].append(seconds)
                 if status != 0:
                     result.failures[grader].append((run, status, output))
