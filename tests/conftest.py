@@ -18,33 +18,13 @@ def _remember_tmp_path_factory(tmp_path_factory):
     courses.remember(tmp_path_factory)
 
 
-def pytest_addoption(parser):
-    parser.addoption("--record-seconds", action="store_true",
-                     help=f"write each test's seconds to {process_groups.SECONDS.name}, which orders make test's "
-                          "processes longest first (tests/helpers/process_groups.py)")
-
-
 def pytest_collection_modifyitems(config, items):
     process_groups.write(config, items)
 
 
-_recorded = None  # with --record-seconds, in the process that reports tests (xdist's controller): their reports
-
-
-def pytest_configure(config):
-    global _recorded
-    if config.getoption("record_seconds") and not os.environ.get("PYTEST_XDIST_WORKER"):
-        _recorded = []
-
-
-def pytest_runtest_logreport(report):
-    if _recorded is not None:
-        _recorded.append(report)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if _recorded is not None and exitstatus == 0:  # a whole run, passed: a partial one would misorder the next
-        process_groups.record(_recorded)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own, whose loadgroup pytest 9 defeats
+def pytest_xdist_make_scheduler(config, log):
+    return process_groups.scheduler(config, log) if config.getvalue("dist") == "loadgroup" else None
 
 
 @pytest.fixture(scope="session")

@@ -9,20 +9,29 @@ writes the group into the test's node id, which pytest 9 no longer lets a plugin
 
 The longest work must start first: the suite ends when the last of its processes does, and a grading of
 minutes handed out last runs on while the other processes are idle. Each worker orders its tests (the order the
-scheduler hands them out in) slow scopes first, then the fast tier, each longest first by the seconds its tests took
-in a recorded run (SECONDS, tests/helpers/seconds.json; a test not recorded there is counted as an average one of
-its tier). `make test PYTEST_ARGS=--record-seconds` writes that file anew: do it when tests are added or a slow
-one changes much. The file only orders the run: a stale one costs minutes, never a result.
+scheduler hands them out in) slow scopes first, largest first by their number of tests, then the fast tier, longest
+first by the seconds its tests took in a recorded run (SECONDS, tests/helpers/seconds.json; a test not recorded
+there counts as an average one). Slow scopes go by their number of tests, not their seconds: while the catalog's two
+graders sleep in their holds, the third process must bring work for the CPU, which a scope of many gradings does;
+the slow scopes with the most seconds mostly wait (a browser, a hung worker's time limit), and ordered by seconds
+they left a core idle a quarter of the first ten minutes. The file is written anew from a run's durations, when
+tests are added or a fast one changes much:
+
+    make test PYTEST_ARGS=--durations=0 | tee test.log && .venv/bin/python tests/helpers/process_groups.py test.log
+
+It only orders the run: a stale one costs seconds, never a result.
 """
 
 import json
 import os
+import re
+import sys
 from pathlib import Path
 
 FILE = "process-groups.json"
 SECONDS = Path(__file__).with_name("seconds.json")  # {node id: seconds of setup, call and teardown}, a recorded run's
-UNRECORDED_S = {True: 10.0, False: 0.2}  # a test SECONDS does not hold, slow or in the fast tier
-RECORDED_FROM_S = 0.5  # shorter tests are left out of SECONDS: as short as an unrecorded one of the fast tier
+UNRECORDED_S = 0.2  # a test SECONDS does not hold: most tests of the fast tier take less
+RECORDED_FROM_S = 0.5  # shorter tests are left out of SECONDS
 
 
 def group_of(item):
@@ -36,20 +45,20 @@ def group_of(item):
 
 
 def longest_first(items, seconds=None):
-    """items reordered in place by scope (a group, or a single test): slow scopes first, then the fast tier, each
-    longest first by the recorded seconds of its tests (`seconds`: SECONDS's by default); a scope's tests keep their
-    order."""
+    """items reordered in place by scope (a group, or a single test): slow scopes first, largest first by their
+    number of tests, then the fast tier, longest first by the recorded seconds of its tests (`seconds`: SECONDS's by
+    default); a scope's tests keep their order."""
     seconds = recorded_seconds() if seconds is None else seconds
-    scopes = {}  # scope -> [position of its first test, its seconds, slow]
+    scopes = {}  # scope -> [position of its first test, its number of tests, its seconds, slow]
     for index, item in enumerate(items):
-        slow = item.get_closest_marker("slow") is not None
-        scope = scopes.setdefault(group_of(item) or item.nodeid, [index, 0.0, False])
-        scope[1] += seconds.get(item.nodeid, UNRECORDED_S[slow])
-        scope[2] |= slow
+        scope = scopes.setdefault(group_of(item) or item.nodeid, [index, 0, 0.0, False])
+        scope[1] += 1
+        scope[2] += seconds.get(item.nodeid, UNRECORDED_S)
+        scope[3] |= item.get_closest_marker("slow") is not None
 
     def key(item):
-        first, total, slow = scopes[group_of(item) or item.nodeid]
-        return (not slow, -total, first)
+        first, size, took, slow = scopes[group_of(item) or item.nodeid]
+        return (not slow, -size if slow else -took, first)
 
     items.sort(key=key)
 
@@ -62,14 +71,19 @@ def recorded_seconds():
         return {}
 
 
-def record(reports, path=SECONDS):
-    """Write {node id: seconds} of a run's test reports (setup, call and teardown summed) to path, one test a line,
-    sorted, tests shorter than RECORDED_FROM_S left out."""
+DURATION = re.compile(r"^(\d+\.\d+)s (?:setup|call|teardown) +(\S.*?)\s*$")  # a line of pytest's --durations
+
+
+def record(durations_text, path=SECONDS):
+    """Write {node id: seconds} from pytest's --durations=0 lines (setup, call and teardown summed) to path, one test
+    a line, sorted, tests shorter than RECORDED_FROM_S left out."""
     took = {}
-    for report in reports:
-        took[report.nodeid] = took.get(report.nodeid, 0.0) + report.duration
+    for line in durations_text.splitlines():
+        if found := DURATION.match(line):
+            took[found[2]] = took.get(found[2], 0.0) + float(found[1])
     kept = {nodeid: round(s, 1) for nodeid, s in sorted(took.items()) if s >= RECORDED_FROM_S}
     path.write_text("{\n" + ",\n".join(f"  {json.dumps(k)}: {v}" for k, v in kept.items()) + "\n}\n")
+    return kept
 
 
 def write(config, items):
@@ -103,3 +117,8 @@ def scheduler(config, log):
             return f"group {group}" if group is not None else nodeid
 
     return GroupScheduling(config, log)
+
+
+if __name__ == "__main__":
+    recorded = record(Path(sys.argv[1]).read_text())
+    print(f"{len(recorded)} tests' seconds written to {SECONDS}")
