@@ -11,7 +11,7 @@ The longest work must start first: the suite ends when the last of its processes
 minutes handed out last runs on while the other processes are idle. Each worker orders its tests (the order the
 scheduler hands them out in) slow scopes first, largest first by their number of tests, then the fast tier, longest
 first by the seconds its tests took in a recorded run (SECONDS, tests/helpers/seconds.json; a test not recorded
-there counts as an average one). Slow scopes go by their number of tests, not their seconds: while the catalog's two
+there counts as UNRECORDED_S). Slow scopes go by their number of tests, not their seconds: while the catalog's two
 graders sleep in their holds, the third process must bring work for the CPU, which a scope of many gradings does;
 the slow scopes with the most seconds mostly wait (a browser, a hung worker's time limit), and ordered by seconds
 they left a core idle a quarter of the first ten minutes. The file is written anew from a run's durations, when
