@@ -7,11 +7,11 @@ Two temporary course directories, each with one submission per sample of perfaud
 default: the instructor's solution, `correct`, and the typical mistakes). While one busy-loop Python process per
 core keeps the machine busy, each course is graded R times, both graders of a run at once (each loads the other
 too, and both see the same machine): plain serial `nbgrader autograde --force` in one, `python -m perfaudit.grade
---regrade` in the other. After every run the exact score of every
-test is read from that course's gradebook. Prints, per grader and sample, how many runs scored exactly as the
-first run did, every distinct set of scores if some did not (with the runs that got it and the tests that
-differ), the load average seen while grading (1-minute, sampled every second), and the wall times. Exits 1 when
-any run's scores differ from the first run's or a grader failed.
+--regrade` in the other. After every run the exact score of every test is read from that course's gradebook.
+Prints, per grader and sample, how many runs scored exactly as the first run did, every distinct set of scores if
+some did not (with the runs that got it and the tests that differ), the load average seen while grading (1-minute,
+sampled every second), and the wall times. Exits 1 when any run's scores differ from the first run's or a grader
+failed.
 
 The busy loops stop themselves after --max-load-s seconds or as soon as this script is gone, and are killed on
 the way out whatever happens. Times depend on the machine; only the scores are a verdict.
