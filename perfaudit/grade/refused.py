@@ -53,8 +53,8 @@ def needs_you(submitted: str | Path, record: dict[str, dict[str, Any]], assignme
 
 
 def mark_grades_csv(path: str | Path, not_graded: dict[str, dict[str, str]]) -> None:
-    """grades.csv as nbgrader export wrote it, with a last column not_graded ("notebook: why; ..."): a student with
-    a notebook not graded has no raw_score, late_submission_penalty or score there (nor a sum of what was graded).
+    """grades.csv as nbgrader's CSV export wrote it, with a last column not_graded ("notebook: why; ..."): a student
+    with a notebook not graded has no raw_score, late_submission_penalty or score there (nor a sum of what was graded).
 
     nbgrader writes each row as its values joined by commas (names unquoted, so the row is not split as CSV here):
     the student id is the fourth value (names.py keeps commas out of it), the scores the last four."""

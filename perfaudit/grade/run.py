@@ -267,7 +267,8 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         held = gradebook.withheld(course_gb, ASSIGNMENT)
         gradebook.name_students(course_gb, intake.lms_record(submitted))
     started = time.monotonic()
-    nbgrader("export", f"--db={url}", course_dir=course_dir)
+    with gradebook.opened(url, course_id) as course_gb:
+        gradebook.export_csv(course_gb, course_dir / "grades.csv")
     refusals.mark_grades_csv(course_dir / "grades.csv", {  # a notebook with no row: no score in grades.csv either
         student: {nb: batch.needs_you.get(student, {}).get(nb, refusals.AGAIN) for nb in nbs}
         for student, nbs in held.items()})

@@ -6,6 +6,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from perfaudit.grade import gradebook
+from perfaudit.grade.coursedir import nbgrader
 from perfaudit.grade.worker import venv_first_on_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
@@ -119,3 +120,15 @@ def test_students_get_the_lms_s_name_unless_they_have_one(course_gb):
     assert {s.id: (s.first_name, s.last_name) for s in course_gb.students} == {
         "ann": ("Ann", "Lee Doe"), "bob": (None, "doebob"), "cyd": ("Cyd", "Cyd"), "dan": ("Dan", "Set"),
         "eve": (None, None)}
+
+
+def test_grades_csv_is_what_nbgrader_export_writes(template, tmp_path):
+    """The batch writes grades.csv with nbgrader's CSV plugin in its own process: byte for byte `nbgrader export`'s."""
+    gradebook.copy_template(template, tmp_path / "gradebook.db")
+    url = gradebook.sqlite_url(tmp_path / "gradebook.db")
+    with gradebook.opened(url, "course") as found:
+        found.update_or_create_student("ann", first_name="Ann", last_name="Lee", email="ann@example.org")
+        gradebook.export_csv(found, tmp_path / "ours.csv")
+    nbgrader("export", f"--db={url}", "--to=nbgrader.csv", course_dir=tmp_path)
+    assert (tmp_path / "ours.csv").read_text().count("\n") == 3  # the header, eve, ann (no submission: 0)
+    assert (tmp_path / "ours.csv").read_bytes() == (tmp_path / "nbgrader.csv").read_bytes()
