@@ -262,12 +262,11 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     started = time.monotonic()
     _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
     batch.seconds["autograde"] = time.monotonic() - started
-    with gradebook.opened(url, course_id) as course_gb:  # named first: grades.csv carries the names
+    with gradebook.opened(url, course_id) as course_gb:
         after = gradebook.totals(course_gb, ASSIGNMENT)
         held = gradebook.withheld(course_gb, ASSIGNMENT)
-        gradebook.name_students(course_gb, intake.lms_record(submitted))
-    started = time.monotonic()
-    with gradebook.opened(url, course_id) as course_gb:
+        gradebook.name_students(course_gb, intake.lms_record(submitted))  # first: grades.csv carries the names
+        started = time.monotonic()
         gradebook.export_csv(course_gb, course_dir / "grades.csv")
     refusals.mark_grades_csv(course_dir / "grades.csv", {  # a notebook with no row: no score in grades.csv either
         student: {nb: batch.needs_you.get(student, {}).get(nb, refusals.AGAIN) for nb in nbs}
