@@ -24,6 +24,8 @@ from nbgrader.api import (Base, Comment, Grade, Gradebook, MissingEntry, Submitt
 from nbgrader.plugins import CsvExportPlugin
 from sqlalchemy import create_engine, insert, inspect, select, text
 
+from perfaudit.grade import names
+
 # What a scratch gradebook needs of the course's gradebook: the assignment's definition, no student data.
 SUBMISSION_TABLES = {"student", "submitted_assignment", "submitted_notebook", "grade", "comment"}
 
@@ -217,10 +219,13 @@ def pass_counts(course_gb: Gradebook, assignment: str) -> list[tuple[str, str, f
 def name_students(course_gb: Gradebook, lms_record: dict[str, dict[str, Any]]) -> None:
     """Give students the LMS's name (Formgrader lists "last, first"; without one it shows "None, None"). Moodle's
     "Jane Doe" -> Jane / Doe; Canvas's download gives only "doejane", kept as the last name. A name set before (by
-    the instructor, in Formgrader) is kept."""
+    the instructor, in Formgrader) is kept. A name grades.csv could not carry as it is (a comma, a formula: names.py)
+    or that holds control characters is not taken: that student stays unnamed."""
     for student in course_gb.students:
         said = lms_record.get(student.id)
         if not said or student.first_name or student.last_name:
+            continue
+        if names.problem(said["name"]) or any(names.grades_csv_problem(part) for part in said["name"].split()):
             continue
         first, _, last = said["name"].partition(" ") if said["lms"] == "moodle" else ("", "", said["name"])
         student.first_name, student.last_name = first or None, last or first

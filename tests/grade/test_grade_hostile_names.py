@@ -41,7 +41,8 @@ EXPECTED = {  # {student: {notebook: score}} in the gradebook
     "forged-summary-line-in-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
     "exception-with-escape-codes-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
 }
-NOT_GRADED_FOLDERS = [b"not-utf8-folder-\xff-not-graded", b"=1+1-formula-folder-not-graded"]
+NOT_GRADED_FOLDERS = [b"not-utf8-folder-\xff-not-graded", b"=1+1-formula-folder-not-graded",
+                      b"mallory,,,,20.0,0.0,20.0,20.0,comma-folder-not-graded"]
 
 
 def _write(path, data):

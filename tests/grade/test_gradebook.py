@@ -122,6 +122,18 @@ def test_students_get_the_lms_s_name_unless_they_have_one(course_gb):
         "eve": (None, None)}
 
 
+def test_an_lms_name_grades_csv_could_not_carry_is_not_taken(course_gb):
+    """A Moodle profile name is the student's to choose: with a comma or a formula it would move or run in
+    grades.csv."""
+    for student in ("ann", "bob", "cyd"):
+        course_gb.update_or_create_student(student)
+    gradebook.name_students(course_gb, {"ann": {"lms": "moodle", "name": "Ann ,,,20.0,0.0,20.0,20.0"},
+                                        "bob": {"lms": "moodle", "name": "Bob =cmd|' -C calc'!A0"},
+                                        "cyd": {"lms": "moodle", "name": "Cyd Lee"}})
+    assert {s.id: (s.first_name, s.last_name) for s in course_gb.students} == {
+        "ann": (None, None), "bob": (None, None), "cyd": ("Cyd", "Lee"), "eve": (None, None)}
+
+
 def test_grades_csv_is_what_nbgrader_export_writes(template, tmp_path):
     """The batch writes grades.csv with nbgrader's CSV plugin in its own process: byte for byte `nbgrader export`'s."""
     gradebook.copy_template(template, tmp_path / "gradebook.db")

@@ -12,3 +12,10 @@ def test_names_that_are_not_text_or_hold_control_characters_are_refused_with_a_r
     assert "formula" in names.student_folder_problem("=HYPERLINK(1)")
     assert names.student_folder_problem("alice") is None and names.problem("=ok-as-a-file") is None
 
+
+
+def test_a_folder_that_would_move_the_columns_of_grades_csv_is_refused():
+    """nbgrader writes grades.csv unquoted: 'mallory,,,,20.0,0.0,20.0,20.0' would read as 20 points of 20."""
+    assert "comma or a double quote" in names.student_folder_problem("mallory,,,,20.0,0.0,20.0,20.0")
+    assert "comma or a double quote" in names.student_folder_problem('quoted"name')
+    assert names.grades_csv_problem("Ann Lee") is None and "formula" in names.grades_csv_problem("+cmd")
