@@ -72,3 +72,9 @@ c.GenerateFeedback.preprocessors = (_feedback[:1] + [HideHiddenTests, HideOutput
 # --- the grading service (python -m perfaudit.serve, make serve): feedback before the deadline, with a limit ---
 c.GradingService.graded_per_window = 3  # graded submissions per student in any window before the deadline
 c.GradingService.window_hours = 24  # after the gradebook's due date, one graded submission (graded_after_deadline)
+
+# --- grades.csv: `nbgrader export` and the batch command write the same file (perfaudit/grade/grades_csv.py) ---
+# nbgrader's columns written as CSV (a "Doe, Jane" name stays in its column, a formula is never run), and not_graded.
+from perfaudit.grade.grades_csv import GradesCsv  # noqa: E402
+
+c.ExportApp.plugin_class = GradesCsv

@@ -4,6 +4,7 @@ intake.py    LMS downloads -> submitted/
 diagnose.py  a specific reason for each problem in a submission
 worker.py    nbgrader autograde / generate_feedback in worker processes (plug-ins: perfaudit/autograde/)
 gradebook.py scratch gradebooks for workers; the parent, the one writer, merges into the course's
+grades_csv.py  grades.csv, nbgrader's export plug-in (c.ExportApp.plugin_class): `nbgrader export` writes the same
 summary.py   the terminal summary
 names.py     which file and folder names from a download or submitted/ are taken
 escape.py    text from a submission as one printable line, for the terminal and reports

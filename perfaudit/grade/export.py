@@ -66,12 +66,6 @@ def final_grades(db_url: str, course_id: str) -> dict[str, tuple[float, float]]:
                                  assignment.max_score) for sub in assignment.submissions if sub.student.id not in held}
 
 
-def not_graded(db_url: str, course_id: str) -> dict[str, list[str]]:
-    """{student: [notebooks with no row in their submission]}, from the gradebook."""
-    with Gradebook(db_url, course_id) as gradebook:
-        return grades_kept.withheld(gradebook, ASSIGNMENT)
-
-
 def lms_id(student: str, record: dict[str, dict[str, Any]]) -> str | None:
     """The LMS's id of a student: intake's record of it, else the digits after the last underscore."""
     if student in record:
@@ -218,9 +212,8 @@ def export(lms: str, course_dir: str | Path, roster: str | Path, column: str | N
     grades = final_grades(coursedir.db_url, coursedir.course_id)
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     record = intake.lms_record(submitted)
-    held = refused.needs_you(submitted, record, ASSIGNMENT)  # refused at intake, not resolved: nothing exported
-    for student, notebooks in not_graded(coursedir.db_url, coursedir.course_id).items():  # resolved, not graded yet
-        held.setdefault(student, dict.fromkeys(notebooks, refused.AGAIN))
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gradebook:  # not graded: nothing exported
+        held = refused.held_back(gradebook, submitted, ASSIGNMENT)
     grades = {student: grade for student, grade in grades.items() if student not in held}
     text, lines = canvas(roster, grades, record, column) if lms == "canvas" else moodle(roster, grades, record)
     lines += [f"  NEEDS YOU {one_line(student)}: nothing exported until you resolve it; {nb} {one_line(why)}"

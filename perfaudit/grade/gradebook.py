@@ -21,7 +21,6 @@ from typing import Any
 
 from nbgrader.api import (Base, Comment, Grade, Gradebook, MissingEntry, SubmittedAssignment,
                           SubmittedNotebook)
-from nbgrader.plugins import CsvExportPlugin
 from sqlalchemy import create_engine, insert, inspect, select, text
 
 from perfaudit.grade import names
@@ -70,12 +69,6 @@ def copy_template(template_path: str | Path, scratch_path: str | Path) -> None:
 def opened(url: str, course_id: str) -> Iterator[Gradebook]:
     with Gradebook(url, course_id) as gradebook:
         yield gradebook
-
-
-def export_csv(gradebook: Gradebook, path: str | Path) -> None:
-    """Write grades.csv as `nbgrader export` does, with nbgrader's own CSV plugin: here, not in an nbgrader process of
-    its own, which would spend more than a second of CPU starting up on every run to write a few rows."""
-    CsvExportPlugin(to=str(path)).export(gradebook)
 
 
 def read_submission(scratch_url: str, course_id: str, assignment: str, student: str) -> dict[str, Any]:
@@ -219,13 +212,13 @@ def pass_counts(course_gb: Gradebook, assignment: str) -> list[tuple[str, str, f
 def name_students(course_gb: Gradebook, lms_record: dict[str, dict[str, Any]]) -> None:
     """Give students the LMS's name (Formgrader lists "last, first"; without one it shows "None, None"). Moodle's
     "Jane Doe" -> Jane / Doe; Canvas's download gives only "doejane", kept as the last name. A name set before (by
-    the instructor, in Formgrader) is kept. A name grades.csv could not carry as it is (a comma, a formula: names.py)
-    or that holds control characters is not taken: that student stays unnamed."""
+    the instructor, in Formgrader) is kept. A name that holds control characters is not taken: that student stays
+    unnamed. A comma or a formula is taken as it is: grades.csv quotes it and neutralizes it (grades_csv.py)."""
     for student in course_gb.students:
         said = lms_record.get(student.id)
         if not said or student.first_name or student.last_name:
             continue
-        if names.problem(said["name"]) or any(names.grades_csv_problem(part) for part in said["name"].split()):
+        if names.problem(said["name"]):
             continue
         first, _, last = said["name"].partition(" ") if said["lms"] == "moodle" else ("", "", said["name"])
         student.first_name, student.last_name = first or None, last or first

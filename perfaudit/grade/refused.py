@@ -8,18 +8,19 @@ theirs is exported. Nor is it a 0: the gradebook holds no row for it (perfaudit/
 no view counts it in a total, a test's pass count or a distribution, and the student has no total until then.
 """
 
-import csv
-import io
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfaudit.grade import gradebook, intake
+
 if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+
     from perfaudit.grade.diagnose import Diagnosis
 
 REUSES = {"04-integrated-audit": "03-evidence"}  # {notebook: the notebook whose functions it runs}
 NOT_GRADED = "not graded: "
 AGAIN = f"{NOT_GRADED}its file is in place now: grade it again (make grade)"  # no row, nothing refused
-NO_SCORE = 3  # grades.csv's raw_score, late_submission_penalty and score: before its last column, max_score
 
 
 def unresolved(work: str | Path, said: dict[str, Any] | None) -> dict[str, str]:
@@ -52,23 +53,11 @@ def needs_you(submitted: str | Path, record: dict[str, dict[str, Any]], assignme
     return found
 
 
-def mark_grades_csv(path: str | Path, not_graded: dict[str, dict[str, str]]) -> None:
-    """grades.csv as nbgrader's CSV export wrote it, with a last column not_graded ("notebook: why; ..."): a student
-    with a notebook not graded has no raw_score, late_submission_penalty or score there (nor a sum of what was graded).
-
-    nbgrader writes each row as its values joined by commas (names unquoted, so the row is not split as CSV here):
-    the student id is the fourth value (names.py keeps commas out of it), the scores the last four."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    if not lines:
-        return
-    out = [lines[0] + ",not_graded"]
-    for line in lines[1:]:
-        student = line.split(",", 4)[3] if line.count(",") >= 4 else ""
-        why = "; ".join(f"{nb}: {reason}" for nb, reason in sorted(not_graded.get(student, {}).items()))
-        if why:
-            head, *_, maximum = line.rsplit(",", NO_SCORE + 1)
-            line = ",".join([head, *[""] * NO_SCORE, maximum])
-        cell = io.StringIO()
-        csv.writer(cell, lineterminator="").writerow([why] if why else [])  # quoted where it holds a comma or quote
-        out.append(f"{line},{cell.getvalue()}")
-    Path(path).write_text("\n".join(out) + "\n", encoding="utf-8")
+def held_back(course_gb: "Gradebook", submitted: str | Path, assignment: str) -> dict[str, dict[str, str]]:
+    """{student: {notebook: "not graded: why"}} for every notebook not graded: refused at intake and not resolved
+    (intake's reason), or resolved and not graded since (no row in the gradebook: AGAIN)."""
+    held = needs_you(submitted, intake.lms_record(submitted), assignment)
+    for student, notebooks in gradebook.withheld(course_gb, assignment).items():
+        for notebook in notebooks:
+            held.setdefault(student, {}).setdefault(notebook, AGAIN)
+    return held

@@ -27,8 +27,8 @@ from sqlalchemy.exc import SAWarning
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission, versions
 from perfaudit.autograde.limits import SandboxLimits
-from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, intake, names, records, regrade,
-                             summary, task, worker)
+from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, records,
+                             regrade, summary, task, worker)
 from perfaudit.grade.coursedir import nbgrader
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.definition import out_of_step
@@ -264,13 +264,9 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     batch.seconds["autograde"] = time.monotonic() - started
     with gradebook.opened(url, course_id) as course_gb:
         after = gradebook.totals(course_gb, ASSIGNMENT)
-        held = gradebook.withheld(course_gb, ASSIGNMENT)
         gradebook.name_students(course_gb, intake.lms_record(submitted))  # first: grades.csv carries the names
         started = time.monotonic()
-        gradebook.export_csv(course_gb, course_dir / "grades.csv")
-    refusals.mark_grades_csv(course_dir / "grades.csv", {  # a notebook with no row: no score in grades.csv either
-        student: {nb: batch.needs_you.get(student, {}).get(nb, refusals.AGAIN) for nb in nbs}
-        for student, nbs in held.items()})
+        grades_csv.write(course_gb, course_dir / "grades.csv", submitted, ASSIGNMENT)  # as `nbgrader export` does
     batch.seconds["export"] = time.monotonic() - started
     _record_versions(url, autograded, batch)
     batch.again = {student: (before[student], after[student], student in resubmitted)

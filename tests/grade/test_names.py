@@ -14,8 +14,9 @@ def test_names_that_are_not_text_or_hold_control_characters_are_refused_with_a_r
 
 
 
-def test_a_folder_that_would_move_the_columns_of_grades_csv_is_refused():
-    """nbgrader writes grades.csv unquoted: 'mallory,,,,20.0,0.0,20.0,20.0' would read as 20 points of 20."""
+def test_a_folder_a_csv_file_must_quote_is_refused_as_a_student_id():
+    """'mallory,,,,20.0,0.0,20.0,20.0' as a student id: every reader of every file the course writes must get its
+    quoting right; refused at the door, none has to."""
     assert "comma or a double quote" in names.student_folder_problem("mallory,,,,20.0,0.0,20.0,20.0")
     assert "comma or a double quote" in names.student_folder_problem('quoted"name')
-    assert names.grades_csv_problem("Ann Lee") is None and "formula" in names.grades_csv_problem("+cmd")
+    assert names.student_id_problem("Ann Lee") is None and "formula" in names.student_id_problem("+cmd")
