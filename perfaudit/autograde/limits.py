@@ -21,7 +21,7 @@ def _capped(value, which, unit):
 
 class SandboxLimits(Configurable):
     cpu_s = Integer(1800, help="CPU seconds per process (all threads): a backstop behind the notebook's own "
-                               "time limit (GuardedExecute.notebook_timeout).").tag(config=True)
+                               "time limit (TrustedExecute.notebook_timeout).").tag(config=True)
     memory_mb = Integer(4096, help="Memory of all of one submission's processes together, in MB.").tag(config=True)
     processes = Integer(512, help="Processes and threads of one submission (JAX starts a thread pool per core)."
                         ).tag(config=True)

@@ -1,9 +1,10 @@
 """What a grading run graded with: this interpreter's versions of the packages that decide a grade, against the pins.
 
-A class graded under another jax, numpy or nbgrader than the one the course was written for can lose points
-for reasons that are not the students': the batch grader records the versions it graded with beside the
-gradebook and warns, at the start and in the summary, about each one that differs from requirements-cpu.txt.
-Versions are read from the installed distributions' metadata (nothing is imported: jax is not started here).
+A class graded under another jax, numpy, nbgrader or kernel client (nbclient, jupyter_client) than the one the
+course was written for can lose points for reasons that are not the students': the batch grader records the versions
+it graded with beside the gradebook and warns, at the start and in the summary, about each one that differs from
+requirements-cpu.txt. Versions are read from the installed distributions' metadata (nothing is imported: jax is not
+started here).
 """
 
 import json
@@ -18,7 +19,8 @@ from pathlib import Path
 from perfaudit import paths
 from perfaudit.autograde import statefolder
 
-PACKAGES = ("jax", "jaxlib", "numpy", "nbgrader")  # the packages a grade depends on, after Python itself
+# the packages a grade depends on, after Python itself: nbclient and jupyter_client run every kernel the grader starts
+PACKAGES = ("jax", "jaxlib", "numpy", "nbgrader", "nbclient", "jupyter-client")
 REQUIREMENTS = paths.ROOT / "requirements-cpu.txt"
 RECORD_SUFFIX = ".versions.json"  # beside a sqlite gradebook: gradebook.db -> gradebook.db.versions.json
 
@@ -33,7 +35,7 @@ def normalized(name: str) -> str:
 
 
 def graded_with() -> dict[str, str | None]:
-    """{"python", "jax", "jaxlib", "numpy", "nbgrader"}: their versions in this interpreter (None: not installed)."""
+    """{"python", *PACKAGES}: their versions in this interpreter (None: not installed)."""
     found: dict[str, str | None] = {"python": platform.python_version()}
     for name in PACKAGES:
         try:

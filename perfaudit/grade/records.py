@@ -1,13 +1,13 @@
 """A record behind every grade: what graded each notebook, kept beside the gradebook as JSON Lines.
 
-When a student appeals, the record says exactly what graded their notebook: the sha256 of the submitted file, of
-the source notebook (which holds the hidden tests) and of the test cells as the gradebook held them (nbgrader
-grades with those), the versions of Python, JAX, jaxlib, NumPy, nbgrader and this package with a digest of this
-package's code (an editable install keeps its version number when its code changes), the sandbox's limits, the
-machine that graded it, the time and how long grading the notebook took. One JSON object per graded notebook is
-appended to records.jsonl in the batch state folder (perfaudit/autograde/statefolder.py), by the one writer of a
-grading result (perfaudit/grade/writer.py) whether the batch command or the service graded it: a regrade appends,
-nothing is overwritten. Regrading the same files in the same environment writes the same record apart from
+When a student appeals, the record says exactly what graded their notebook: the sha256 of the submitted file, of the
+source notebook (which holds the hidden tests) and of the test cells as the gradebook held them (nbgrader grades
+with those), the versions of Python, JAX, jaxlib, NumPy, nbgrader, nbclient, jupyter_client and this package with a
+digest of this package's code (an editable install keeps its version number when its code changes), the sandbox's
+limits, the machine that graded it, the time and how long grading the notebook took. One JSON object per graded
+notebook is appended to records.jsonl in the batch state folder (perfaudit/autograde/statefolder.py), by the one
+writer of a grading result (perfaudit/grade/writer.py) whether the batch command or the service graded it: a regrade
+appends, nothing is overwritten. Regrading the same files in the same environment writes the same record apart from
 VOLATILE.
 
     python -m perfaudit.grade --export records   # exports/records.jsonl: the record behind each grade held now

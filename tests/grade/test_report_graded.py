@@ -175,7 +175,8 @@ def test_a_record_behind_every_grade_and_the_same_record_for_the_same_files(grad
         submitted = root / "submitted" / record["student"] / ASSIGNMENT / f"{NB1}.ipynb"
         assert record["submitted_sha256"] == hashlib.sha256(submitted.read_bytes()).hexdigest()
         assert record["source_sha256"] == source and record["score"] == EXPECTED[record["student"]]
-        assert set(record["versions"]) == {"python", "jax", "jaxlib", "numpy", "nbgrader", "perfaudit"}
+        assert set(record["versions"]) == {"python", "jax", "jaxlib", "numpy", "nbgrader", "nbclient", "jupyter-client",
+                                             "perfaudit"}
         assert record["limits"]["memory_mb"] > 0 and record["machine"]["cpus"] > 0 and record["seconds"] > 0
     again = graded["records_same"][len(first):]
     assert sorted(r["student"] for r in again) == SAME_FILES
