@@ -222,6 +222,20 @@ def test_the_package_docstring_names_every_command_make_target_and_wing():
     assert sorted(wing for wing in wings if f"  {wing}/ " not in said) == []
 
 
+def test_each_wing_s_docstring_maps_every_module_and_folder_in_it():
+    """A wing's __init__.py is its map: every module (`name.py`) and folder (`name/`) in it is named there, so a
+    reader opening the wing sees all of it. Fixtures map their catalog in perfaudit/fixtures/catalog/__init__.py."""
+    unmapped = {}
+    for wing in sorted(path.parent for path in PACKAGE.glob("*/__init__.py") if path.parent.name != "fixtures"):
+        said = ast.get_docstring(ast.parse((wing / "__init__.py").read_text())) or ""
+        parts = [f"{path.name}/" if path.is_dir() else path.name for path in sorted(wing.iterdir())
+                 if path.name not in ("__init__.py", "__pycache__") and (path.is_dir() or path.suffix == ".py")]
+        missing = [part for part in parts if not re.search(rf"(^|\s){re.escape(part)}(\s|$)", said, re.M)]
+        if missing:
+            unmapped[wing.name] = missing
+    assert unmapped == {}
+
+
 def test_tests_hold_test_files_and_conftest_only_helpers_live_in_their_folder():
     """A module in tests/ that is no test file and no conftest.py is a helper: it lives in tests/helpers/, where
     pyproject.toml puts it on the path, so a reader finds every helper in one place."""

@@ -19,6 +19,11 @@ made_up.py     evidence made up at grading time for hidden tests, and the folder
 measured.py    evidence checked against the grader's clock (gather_evidence, run_audit, time_stages)
 hidden.py      what hidden tests use that a student's copy never holds (`from perfaudit.autograde import hidden`)
 versions.py    the versions a grading run graded with, against the pins
+canary.py      the environment check: a broken grading environment stops grading, never scores students 0
+envrecord.py   the environment check's record, kept for a fingerprint of everything its verdict depends on
+oomlog.py      the kernel log's OOM kills: which process the machine's OOM killer chose, and why
+proctree.py    a process tree as /proc shows it, for the memory watchdog
+products.py    a short fingerprint of what each ahead-of-time stage of JAX made (the grader's jit sends it)
 drop_duplicate_ids.py  nbgrader's DeduplicateIds, without failing a notebook that has a duplicated cell
 hide_hidden_tests.py   generate_feedback without hidden-test source or tracebacks
 hide_outputs_after_tests.py  feedback without the outputs of cells that ran after the first test

@@ -1,6 +1,13 @@
 """Batch grading for instructors: python -m perfaudit.grade (see run.py for the pipeline).
 
+__main__.py  the command line: options, one-line errors, the exit status
+run.py       the pipeline: intake, diagnose, grade on Dask, write as the one gradebook writer, export, summary
+coursedir.py the course directory: whether it is one, and plain nbgrader run in it
+definition.py  the assignment as the gradebook holds it, against source/
+engine.py    where grading tasks run: Dask distributed, a cluster started here or one that already runs
+envcheck.py  the environment check (the canary) once per environment, not once per run
 intake.py    LMS downloads -> submitted/
+refused.py   a notebook refused at intake is never a score: "not graded" until the instructor resolves it
 diagnose.py  a specific reason for each problem in a submission
 worker.py    nbgrader autograde / generate_feedback in worker processes (plug-ins: perfaudit/autograde/)
 gradebook.py scratch gradebooks for workers; the parent, the one writer, merges into the course's
@@ -15,4 +22,6 @@ regrade.py   the scores kept before a run grades anyone again, and reports/regra
 task.py      one student's grading on a worker, returned as a GradingResult of plain data
 writer.py    the one writer of a GradingResult (batch and service): gradebook, folders, record, state
 records.py   the record behind every graded notebook (--export records)
+export.py    grades and feedback back to the LMS (--export canvas|moodle)
+feedback.py  feedback and LMS exports again from the gradebook after manual grading (make feedback)
 """

@@ -1,8 +1,11 @@
 """make hub: the course on JupyterHub on one machine (docs/hub.md).
 
-settings (where things are, from the environment), accounts (the class's local users and groups: make hub-users),
-exchange (nbgrader's shared exchange, permissioned as nbgrader's JupyterHub chapter gives it, and the course
-folders students must not read), jupyterhub_config.py (the hub: authenticator, spawner, Formgrader and the grading
-service as hub services), students/ (the Jupyter config every student's server reads), proxy/ (the proxy's pinned
-npm packages).
+settings.py  where things are, from the environment
+accounts.py  the class's local users and groups (make hub-users)
+exchange.py  nbgrader's shared exchange, permissioned as nbgrader's JupyterHub chapter gives it, and the course
+             folders students must not read
+userenv.py   the Python every account's JupyterLab runs: the course's venv, through an interpreter each can run
+jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services
+students/    the Jupyter config every student's server reads
+proxy/       the proxy's pinned npm packages
 """

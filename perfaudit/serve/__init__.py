@@ -1,5 +1,6 @@
 """python -m perfaudit.serve: grade each submission from nbgrader's exchange as it arrives, with a fair limit.
 
+__main__.py  the command line: options, --status
 settings.py  GradingService: the limit, the poll interval, the owner check (nbgrader_config.py)
 ledger.py    every submission the service has seen and what became of it, one JSON file beside the gradebook
 exchange.py  the exchange's inbound (what arrived, from whom), collect into submitted/, release feedback
