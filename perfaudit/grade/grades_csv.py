@@ -20,13 +20,14 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.plugins import ExportPlugin
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import refused
+from perfaudit.grade import names, refused
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]  # CsvExportPlugin's, in its order
 COLUMNS = [*NBGRADER_COLUMNS, "not_graded"]
 TEXT_COLUMNS = {"student_id", "last_name", "first_name", "email"}  # what a student or an LMS chose
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet runs a cell that starts so
+# A formula's first characters (names.py), with tab and carriage return, which CSV-injection guidance lists too
+FORMULA_START = (*names.FORMULA_START, "\t", "\r")
 
 
 def neutral(text: str) -> str:
