@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from perfaudit import fresh
+
 COMPILE_EVENTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
@@ -94,7 +96,8 @@ def measure(cache_dir=None, imported=None):
     cold_process = _first_call(jax, x)
     jax.clear_caches()
     cold_function = _first_call(jax, x)
-    return {"import_s": import_s, "backend_s": backend_s, "persistent_cache_dir": cache_dir,
+    backend = jax.default_backend()  # a fresh process beside a TPU measures the CPU: say which
+    return {"import_s": import_s, "backend_s": backend_s, "backend": backend, "persistent_cache_dir": cache_dir,
             "cold_process": cold_process, "cold_function": cold_function}
 
 
@@ -112,15 +115,17 @@ def in_fresh_processes(cache_dirs):
     The processes start together and import JAX side by side (most of a fresh process's second, and so each
     import_s is an import beside the others'); then each measures alone, in the order given: the next one is told
     to start only when the one before has exited, so no measurement shares the machine with another of these
-    processes, and a cache the one before wrote is on disk for the next."""
+    processes, and a cache the one before wrote is on disk for the next. Beside an accelerator they measure the CPU
+    (perfaudit/fresh.py): each result's backend says which."""
     processes = []
+    env = fresh.environment(fresh.this_process_backend())
     try:
         for cache_dir in cache_dirs:
             command = [sys.executable, "-m", "perfaudit.coldstart", "--wait"]
             command += ["--cache-dir", str(cache_dir)] if cache_dir else []
             errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: nothing the process writes can block it
             processes.append((subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                               stderr=errors, text=True), errors))
+                                               stderr=errors, text=True, env=env), errors))
         for process, errors in processes:
             if process.stdout.readline().strip() != READY:
                 _failed(process, errors)

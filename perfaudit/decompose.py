@@ -22,6 +22,8 @@ import time
 import jax
 import numpy as np
 
+from perfaudit import fresh
+
 EVENT_PARTS = {
     "/jax/core/compile/jaxpr_trace_duration": "trace_s",
     "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
@@ -95,9 +97,10 @@ def warm_up_lowering():
 
 
 def one_time_lowering_in_fresh_process():
-    """The warm-up run in a new Python process, where its first lowering is the process's first."""
+    """The warm-up run in a new Python process, where its first lowering is the process's first. Beside an
+    accelerator it measures the CPU (perfaudit/fresh.py): its backend says which."""
     done = subprocess.run([sys.executable, "-m", "perfaudit.decompose"], capture_output=True, text=True,
-                          env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"})
+                          env=fresh.environment(jax.default_backend(), JAX_ENABLE_COMPILATION_CACHE="false"))
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process measuring the one-time lowering cost failed:\n{done.stderr[-2000:]}")
     warm_up = json.loads(done.stdout)
@@ -204,11 +207,14 @@ def table(decomposition):
         lines.append(f"one-time lowering cost of a fresh process: {once['one_time_s'] * 1e3:.3f} ms "
                      f"(first lowering {once['first_lower_s'] * 1e3:.3f} ms, "
                      f"second {once['second_lower_s'] * 1e3:.3f} ms)")
+        if "backend" in once:
+            lines.append(f"  measured in {fresh.measured_on(once['backend'], jax.default_backend())}")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
-    print(json.dumps(warm_up_lowering()), flush=True)
+    backend = jax.default_backend()  # a fresh process beside a TPU measures the CPU: say which
+    print(json.dumps({**warm_up_lowering(), "backend": backend}), flush=True)
     # Done: skip the interpreter's shutdown, which with JAX's backend started takes 0.15-0.2 s here (its thread
     # pools) that the notebook waiting for this process would count.
     os._exit(0)

@@ -17,7 +17,6 @@ Every size gets its own compile before any timing: these are steady calls only. 
 import argparse
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from perfaudit import fresh
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024)
 LOOP_FLOPS = 1e7  # a loop runs about this many flops: one dispatch is a small share of it, and it is short
@@ -87,8 +88,10 @@ def measure_size(fn, n, repeats=5, rng=None):
         looped(x, k).block_until_ready()
         in_loop.append((time.perf_counter() - start) / k)
 
+    backend = jax.default_backend()  # where the rows were measured: a fresh process beside a TPU measures the CPU
     return {
         "n": n,
+        "backend": backend,
         "flops": flops(n),
         "synchronized_s": _median_seconds(synchronized),
         "unsynchronized_s": _median_seconds(unsynchronized),
@@ -113,12 +116,13 @@ def measure_in_fresh_process(sizes=(16,), repeats=5, async_dispatch=False):
     """The sweep of this module's tanh(x @ x) in a new Python process, with CPU asynchronous dispatch on or off.
 
     The switch (jax_cpu_enable_async_dispatch) only takes effect before JAX starts its CPU backend, so it cannot
-    be flipped in a process that has already run JAX: hence a fresh one."""
+    be flipped in a process that has already run JAX: hence a fresh one. Beside an accelerator it measures the CPU
+    (perfaudit/fresh.py): each row's backend says which."""
     command = [sys.executable, "-m", "perfaudit.sweep", "--repeats", str(repeats), "--sizes", *map(str, sizes)]
     if not async_dispatch:
         command.append("--sync-dispatch")
     done = subprocess.run(command, capture_output=True, text=True,
-                          env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"})
+                          env=fresh.environment(jax.default_backend(), JAX_ENABLE_COMPILATION_CACHE="false"))
     if done.returncode != 0:
         raise RuntimeError(f"the fresh process measuring the sweep failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout)
@@ -133,11 +137,18 @@ def overtakes(rows):
     return None
 
 
+def _sync_dispatch_label(rows, sync_dispatch_rows, words="sync, async off us"):
+    """The async-off measurement's label, naming its backend where it is not the other rows' (beside a TPU a fresh
+    process measures the CPU)."""
+    backend = sync_dispatch_rows[0].get("backend")
+    return words if backend in (None, rows[0].get("backend")) else f"{words} ({backend})"
+
+
 def table(rows, sync_dispatch_rows=None):
     """The rows as text, in microseconds."""
     off = {r["n"]: r for r in sync_dispatch_rows or []}
     lines = [f"{'n':>5} {'flops':>14} {'synchronized us':>16} {'unsynchronized us':>18} {'in loop us':>11} "
-             f"{'ready on return':>16}" + (f" {'sync, async off us':>19}" if off else "")]
+             f"{'ready on return':>16}" + (f" {_sync_dispatch_label(rows, sync_dispatch_rows):>19}" if off else "")]
     for r in rows:
         line = (f"{r['n']:>5} {r['flops']:>14,} {r['synchronized_s'] * 1e6:>16.1f} "
                 f"{r['unsynchronized_s'] * 1e6:>18.1f} "
@@ -165,7 +176,9 @@ def chart(rows, path, sync_dispatch_rows=None):
         axes.plot(n, [r[key] * 1e6 for r in rows], style, color=COLOURS[key.removesuffix("_s")], label=label)
     if sync_dispatch_rows:
         axes.plot([r["n"] for r in sync_dispatch_rows], [r["synchronized_s"] * 1e6 for r in sync_dispatch_rows],
-                  "D", color=COLOURS["sync_dispatch"], label="synchronized call, async dispatch off (fresh process)")
+                  "D", color=COLOURS["sync_dispatch"],
+                  label=_sync_dispatch_label(rows, sync_dispatch_rows,
+                                             "synchronized call, async dispatch off (fresh process)"))
     crossing = overtakes(rows)
     if crossing is not None:
         axes.axvline(crossing, color="#444444", linestyle=":", linewidth=1)

@@ -28,9 +28,10 @@ from perfaudit.checks.evidence import (DECOMPOSITION_PARTS, GOING_FURTHER_SECTIO
                                        check_report_carries, check_report_consistent, check_report_schema,
                                        check_report_scope, check_returns_what_it_wrote, read_report)
 from perfaudit.checks.held import FreshJit, HeldResult, SlowFunction
-from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, IDENTITY_DIAGONAL, MATMUL_TOLERANCE,
-                                      check_identity_output, check_random_output, matmul_precision_class,
-                                      matmul_setting, output_tolerance, random_matrix)
+from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, ELEMENTWISE_TOLERANCE, IDENTITY_DIAGONAL,
+                                      MATMUL_TOLERANCE, check_identity_output, check_random_output,
+                                      elementwise_tolerance, matmul_precision_class, matmul_setting, output_tolerance,
+                                      random_matrix)
 from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
                                      check_first_call_measured, check_seconds, check_summarize, check_time_call,
                                      check_timings)

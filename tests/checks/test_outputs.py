@@ -25,6 +25,30 @@ def test_identity_output_passes_and_reports_the_wrong_entry():
         checks.check_identity_output(lambda x: x)
 
 
+def identity_with_diagonal(value):
+    return lambda x: np.where(np.eye(x.shape[0]) == 1, value, 0.0)
+
+
+TPU_TANH_OF_ONE = 0.761597  # a TPU v5e's float32 tanh(1) (jax 0.10.2), 2.5e-6 from float64's 0.761594
+
+
+@pytest.mark.parametrize("backend, accepts_the_tpu_value", [("cpu", False), ("tpu", True), ("gpu", True),
+                                                             ("some-new-backend", True)])
+def test_the_identity_tolerance_follows_the_backends_tanh(monkeypatch, backend, accepts_the_tpu_value):
+    monkeypatch.setattr(checks.outputs, "matmul_setting", lambda: [None, backend])
+    checks.check_identity_output(identity_with_diagonal(checks.IDENTITY_DIAGONAL))
+    if accepts_the_tpu_value:
+        checks.check_identity_output(identity_with_diagonal(TPU_TANH_OF_ONE))
+    else:
+        with pytest.raises(AssertionError, match=f"tolerance 1e-06 for float32 tanh on the {backend} backend"):
+            checks.check_identity_output(identity_with_diagonal(TPU_TANH_OF_ONE))
+    # A wrong workload fails on every backend by far more than any tolerance: no tanh, tanh(2I), sin.
+    for wrong in (1.0, np.tanh(2.0), np.sin(1.0)):
+        with pytest.raises(AssertionError, match=r"expected 0\.761594 at \[0, 0\]"):
+            checks.check_identity_output(identity_with_diagonal(wrong))
+    assert checks.elementwise_tolerance(backend)[0] * 1000 < abs(np.sin(1.0) - checks.IDENTITY_DIAGONAL)
+
+
 def test_random_output_catches_a_hard_coded_identity():
     checks.check_identity_output(hardcoded_identity)
     checks.check_random_output(jax.jit(workload))
