@@ -3,6 +3,7 @@
     python -m perfaudit.check --stage 1                                  # students: your notebook, visible checks
     python -m perfaudit.check --implementation solution --stage 1        # instructors: source/
     python -m perfaudit.check --implementation starter --stage 3 --evidence-dir runs/performance-audit
+    python -m perfaudit.check --implementation solution --stage 1 --in-process  # where no kernel can start
 
 Without --implementation it runs the student's working copy (work/performance-audit/, made from the release on
 first use) as it is: the visible checks only, since hidden tests exist only where they are graded. The instructor's
@@ -51,21 +52,21 @@ def explain(result):
     return result.error.replace("\n", "\n      ")
 
 
-def run_stage(implementation, stage, evidence_dir):
+def run_stage(implementation, stage, evidence_dir, in_process=False):
     """Run one stage with the hidden tests (instructors: source/ is needed); return (passed, lines to print)."""
     source = notebooks.read(paths.SOURCE / paths.STAGES[stage])
     nb, missing = stage_notebook(implementation, stage, source)
     folder = paths.SOURCE if implementation == "solution" else paths.RELEASE  # where its neighbours are
-    return _verdict(nb, missing, f"stage {stage} ({implementation})", "checks (hidden tests included)", stage,
-                    evidence_dir, folder)
+    what = f"stage {stage} ({implementation}{', in this process' if in_process else ''})"
+    return _verdict(nb, missing, what, "checks (hidden tests included)", stage, evidence_dir, folder, in_process)
 
 
-def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT):
+def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT, in_process=False):
     """Run the student's working copy of one stage as it is; return (passed, lines to print)."""
     work, _ = workcopy.ensure(course_dir)
     nb = notebooks.read(work / paths.STAGES[stage])
     where = f"stage {stage} (your notebook {Path(work.parent.name, work.name, paths.STAGES[stage])})"
-    passed, lines = _verdict(nb, [], where, "visible checks", stage, evidence_dir, work)
+    passed, lines = _verdict(nb, [], where, "visible checks", stage, evidence_dir, work, in_process)
     return passed, [lines[0], HIDDEN_TESTS_NOTE, *lines[1:]]
 
 
@@ -86,11 +87,12 @@ def headline(verdict, what, results, missing, kind):
     return line + (f"; other cells failed: {', '.join(others)}" if others else "")
 
 
-def _verdict(nb, missing, what, kind, stage, evidence_dir, folder):
+def _verdict(nb, missing, what, kind, stage, evidence_dir, folder, in_process=False):
     # The kernel runs in a folder of its own; notebook 4 reads notebook 3 from `folder` (perfaudit/reuse.py).
     env = {paths.EVIDENCE_ENV: str(evidence_dir), reuse.FOLDER_ENV: str(Path(folder).resolve())}
+    execute = notebooks.execute_in_process if in_process else notebooks.execute
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
-        executed = notebooks.execute(nb, cwd, env=env)
+        executed = execute(nb, cwd, env=env)
     results = notebooks.cell_results(executed)
     failed = [r for r in results if not r.passed]
     passed = not failed and not missing
@@ -122,14 +124,17 @@ def main(argv=None):
     parser.add_argument("--evidence-dir", type=Path, default=paths.DEFAULT_EVIDENCE_DIR,
                         help="where stages 3 and 4 write report.json and workload.jaxpr.txt "
                              f"(default: {paths.DEFAULT_EVIDENCE_DIR})")
+    parser.add_argument("--in-process", action="store_true",
+                        help="run the notebook's cells in this process, not in a kernel: for a machine where no "
+                             "kernel can start (no TCP socket); one stage per process")
     args = parser.parse_args(argv)
     if args.implementation and not paths.SOURCE.is_dir():
         parser.error("this copy holds no instructor notebooks (source/): check your notebook with "
                      f"`python -m perfaudit.check --stage {args.stage}`")
     if args.implementation:
-        passed, lines = run_stage(args.implementation, args.stage, args.evidence_dir.resolve())
+        passed, lines = run_stage(args.implementation, args.stage, args.evidence_dir.resolve(), args.in_process)
     else:
-        passed, lines = run_visible_checks(args.stage, args.evidence_dir.resolve())
+        passed, lines = run_visible_checks(args.stage, args.evidence_dir.resolve(), in_process=args.in_process)
     print("\n".join(lines))
     return 0 if passed else 1
 

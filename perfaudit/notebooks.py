@@ -1,10 +1,12 @@
-"""Run a notebook in a fresh kernel and read what each graded cell did.
+"""Run a notebook in a fresh kernel (or, where none can start, in this process) and read what each graded cell did.
 
 Used by the checker (python -m perfaudit.check) and the tests. nbgrader's autograde does the same
 for grading; this module exists so a student or instructor can run one stage and read plain messages.
 """
 
+import contextlib
 import copy
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +52,35 @@ def execute(nb, cwd, env=None, timeout=CELL_TIMEOUT_S):
         resources={"metadata": {"path": str(cwd)}},
     )
     client.execute(env={**os.environ, **(env or {})})  # passed on to the kernel's start
+    return executed
+
+
+def execute_in_process(nb, cwd, env=None):
+    """Execute every cell in this process's IPython shell, carrying on after errors, in cwd with extra env vars:
+    for a machine where no kernel can start (one that allows no TCP socket, as the TPU machine of
+    docs/measurements.md). Each cell's printed text and error become its outputs, as a kernel's would. What a cell
+    sets (imports, JAX's settings, the backend it started) stays in this process: one stage per process."""
+    from IPython.core.interactiveshell import InteractiveShell  # only here: a kernel run never needs it
+
+    executed = copy.deepcopy(nb)
+    os.environ.update(env or {})
+    shell = InteractiveShell.instance()
+    back = os.getcwd()
+    os.chdir(cwd)
+    try:
+        for cell in executed.cells:
+            if cell.cell_type != "code":
+                continue
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                result = shell.run_cell(cell.source, store_history=False)
+            error = result.error_before_exec or result.error_in_exec
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=printed.getvalue())]
+            if error is not None:
+                cell.outputs.append(nbformat.v4.new_output("error", ename=type(error).__name__, evalue=str(error),
+                                                           traceback=[]))
+    finally:
+        os.chdir(back)
     return executed
 
 

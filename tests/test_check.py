@@ -41,6 +41,19 @@ def test_untouched_starter_fails_with_a_clear_message(stage, tmp_path):
     assert "Traceback" not in out
 
 
+@pytest.mark.parametrize("implementation, verdict", [("solution", "PASS"), ("starter", "FAIL")])
+def test_in_process_the_checker_gives_the_kernels_verdict(implementation, verdict, tmp_path):
+    # Where no kernel can start (the TPU machine of docs/measurements.md): the cells run in the checker's process.
+    code, out = run_check("--implementation", implementation, "--stage", "2", "--evidence-dir", str(tmp_path),
+                          "--in-process")
+    first = out.splitlines()[0]
+    assert first.startswith(f"{verdict} performance-audit stage 2 ({implementation}, in this process): "), out
+    if verdict == "PASS":
+        assert code == 0 and first.endswith(": 7 of 7 checks (hidden tests included) passed"), out
+    else:
+        assert code == 1 and "Not filled in yet:" in out and "Traceback" not in out, out
+
+
 def test_starter_reports_a_missing_graded_cell(tmp_path, monkeypatch):
     from perfaudit import notebooks
 

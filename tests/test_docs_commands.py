@@ -93,6 +93,8 @@ RUN_BY = {
     "make check STAGE=2 IMPLEMENTATION=starter": [
         ("test_check.py", 'run_check("--implementation", "starter", "--stage", str(stage)')],
     "make check STAGE=1": [("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],
+    "python -m perfaudit.check --implementation solution --stage 1 --in-process": [
+        ("test_check.py", 'run_check("--implementation", implementation, "--stage", "2"')],
     "nbgrader generate_assignment performance-audit --force": [
         ("grade/test_report_graded.py",
          'course.nbgrader("generate_assignment", ASSIGNMENT, "--force", course_dir=root)')],
