@@ -1,7 +1,10 @@
 """Where grading tasks run: Dask distributed, on a cluster started here or on one that already runs.
 
 Without a scheduler address, `cluster()` starts an embedded `distributed.LocalCluster`: one single-threaded worker
-process per core (or --workers), scheduler and workers (and their HTTP endpoints) bound to loopback. With `--scheduler
+process per core (or --workers), scheduler and workers (and their HTTP endpoints) bound to loopback, speaking TLS with
+credentials made for this run and held in its processes' memory alone (`security=True`: mutual TLS, no file on
+disk). Loopback is shared by every account of the machine, a hub's students included, and a Dask scheduler runs what
+any client submits: without the credentials a connection is refused. With `--scheduler
 tcp://host:8786` (or a scheduler file written by `dask scheduler --scheduler-file`) it connects to that cluster;
 an address that does not answer is refused at once with what to do. docs/grading-at-scale.md shows how to start a
 cluster (`dask scheduler`, `dask worker`, dask-jobqueue, Kubernetes) and how to secure one with TLS.
@@ -89,6 +92,9 @@ class OutputToLog(WorkerPlugin):
         output_to_log(self.path)
 
 
+NO_HTTP_ROUTES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+
+
 @contextmanager
 def cluster(scheduler: str | None = None, workers: int = 1, log: str | Path | None = None) -> Iterator[Client]:
     """A connected distributed.Client: to `scheduler`, or to an embedded local cluster of `workers` processes."""
@@ -103,9 +109,12 @@ def cluster(scheduler: str | None = None, workers: int = 1, log: str | Path | No
             yield client
         return
     loopback_any_port = "127.0.0.1:0"  # Dask's HTTP endpoints (health, metrics) too: never on another interface
-    with LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=loopback_any_port, worker_dashboard_address=loopback_any_port,
-                      memory_limit=0, silence_logs=logging.ERROR) as local:
+    # security=True: temporary TLS credentials, client and workers must present them (see the docstring above).
+    # No HTTP routes: the HTTP servers Dask always starts answer 404 to anyone, so no page names a task (a student).
+    with dask.config.set(NO_HTTP_ROUTES), \
+            LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=loopback_any_port, worker_dashboard_address=loopback_any_port,
+                         memory_limit=0, silence_logs=logging.ERROR, security=True) as local:
         with Client(local, set_as_default=False) as client:
             if log:
                 client.register_plugin(OutputToLog(log))

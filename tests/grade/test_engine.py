@@ -1,7 +1,10 @@
 """Where grading tasks run (perfaudit/grade/engine.py): the scheduler named, reached or refused at once."""
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import types
 
 import pytest
@@ -54,3 +57,52 @@ def test_the_description_says_where_grading_runs_and_how_often_a_killing_submiss
     assert engine.describe(client) == (
         "Dask scheduler tcp://10.0.0.1:8786: 3 worker process(es), 4 thread(s), on 2 host(s); a submission whose "
         "grading kills its worker is tried 3 times at most (distributed.scheduler.allowed-failures = 2)")
+
+
+# Another account of the machine (a hub's student) tries the embedded cluster: loopback is shared by every account,
+# and a Dask scheduler runs whatever a client submits.
+ATTACK = r"""
+import json, os, sys, urllib.request
+from distributed import Client
+from distributed.security import Security
+
+address, http_ports = sys.argv[1], json.loads(sys.argv[2])
+tried = {"uid": os.getuid()}
+for name, target, kwargs in (("plain tcp", address.replace("tls://", "tcp://"), {}),
+                             ("tls with credentials of its own", address, {"security": Security.temporary()})):
+    try:
+        client = Client(target, timeout="4s", set_as_default=False, **kwargs)
+        tried[name] = f"ran code as uid {client.submit(os.getuid).result()}"
+    except Exception as error:
+        tried[name] = f"refused ({type(error).__name__})"
+for port in http_ports:
+    for path in ("/health", "/info/main/workers.html", "/json/counts.json", "/metrics"):
+        try:
+            tried[f"{port}{path}"] = urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=4).status
+        except urllib.error.HTTPError as error:
+            tried[f"{port}{path}"] = error.code
+print(json.dumps(tried))
+"""
+
+
+def test_the_embedded_cluster_refuses_a_client_without_its_credentials(tmp_path):
+    with engine.cluster(workers=1) as client:
+        assert client.submit(sum, [41, 1]).result() == 42, "the grader's own client, with the credentials"
+        address = client.scheduler.address
+        assert address.startswith("tls://127.0.0.1:")
+        info = client.scheduler_info(n_workers=-1)
+        http_ports = [info["services"]["dashboard"], *(w["services"]["dashboard"] for w in info["workers"].values())]
+        # As root (CI), the attacker is another account; otherwise this account without the credentials.
+        as_other = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] if os.geteuid() == 0 else []
+        home = tmp_path / "home"
+        home.mkdir(mode=0o777)
+        home.chmod(0o777)
+        done = subprocess.run([*as_other, sys.executable, "-c", ATTACK, address, json.dumps(http_ports)],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "HOME": str(home), "DASK_CONFIG": str(home)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    tried = json.loads(done.stdout.splitlines()[-1])
+    assert (tried.pop("uid") != os.getuid()) == bool(as_other)
+    assert tried.pop("plain tcp").startswith("refused")
+    assert tried.pop("tls with credentials of its own").startswith("refused")
+    assert tried and set(tried.values()) == {404}, tried
