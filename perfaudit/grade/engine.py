@@ -92,7 +92,7 @@ class OutputToLog(WorkerPlugin):
         output_to_log(self.path)
 
 
-NO_HTTP_ROUTES = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
+NO_HTTP_ROUTES: dict[str, list[str]] = {"distributed.scheduler.http.routes": [], "distributed.worker.http.routes": []}
 
 
 @contextmanager

@@ -132,12 +132,12 @@ def _expected_ids(course_gb):
     return {nb.name: [c.name for c in nb.source_cells] for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
 
 
-def _assignment(course_dir, url, course_id, source, out):
+def recorded_assignment(course_dir, url, course_id, source, out):
     """({notebook: grade ids}, due date or None) from the gradebook. A gradebook without the assignment (the first
     grading after `make release`, which writes no gradebook) gets it from source/, as nbgrader generate_assignment
     records it, into a scratch release: the class's notebooks/ is left as it is. So does a gradebook whose tests or
     points differ from source/ (a hidden test edited, then `make release`): nobody is graded, or graded again,
-    against tests source/ no longer has (perfaudit/grade/definition.py)."""
+    against tests source/ no longer has (perfaudit/grade/definition.py). The grading service starts with it too."""
     with gradebook.opened(url, course_id) as course_gb:
         missing = not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments)
         changed = [] if missing else out_of_step(course_gb.find_assignment(ASSIGNMENT), source)
@@ -193,7 +193,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         settings["SandboxLimits.memory_mb"] = options.memory_mb
 
     source = course_dir / coursedir.source_directory / ASSIGNMENT
-    expected, due = _assignment(course_dir, url, course_id, source, out)
+    expected, due = recorded_assignment(course_dir, url, course_id, source, out)
     resubmitted = {}
     if options.download:
         if not Path(options.download).exists():

@@ -23,9 +23,10 @@ from perfaudit.hub import settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
-# The course directory's folders that hold solutions, hidden tests, other students' work or grades.
+# The course directory's folders that hold solutions, hidden tests, other students' work or grades; .git holds every
+# version of source/ (the answer key), .hub the hub's database and cookie secret.
 INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "exports", "gradebook.db",
-                   "gradebook.db.serve.json", "grades.csv", "exchange")
+                   "gradebook.db.serve.json", "grades.csv", "exchange", ".git", ".hub")
 
 
 def prepare(exchange, course_id, owner_uid=None):

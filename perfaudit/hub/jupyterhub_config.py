@@ -39,6 +39,7 @@ hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and coo
 c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")
+c.ConfigurableHTTPProxy.pid_file = str(hub.state / "jupyterhub-proxy.pid")  # not the course directory (make hub's cwd)
 
 # --- who logs in ---------------------------------------------------------------------------------------------------
 # PAM: the accounts' own passwords; only the course's two groups (make hub-users puts each person in one).

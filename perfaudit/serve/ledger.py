@@ -36,7 +36,10 @@ class Ledger:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as handle:
+        # The course owner's alone (0600), whatever the umask: it names every submission's inbound folder, whose
+        # random part is all that keeps a classmate from reading it.
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+            os.fchmod(handle.fileno(), 0o600)
             json.dump({"submissions": self.submissions, "paused": self.paused}, handle, indent=1, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())

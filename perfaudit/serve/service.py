@@ -13,6 +13,7 @@ is first seen, by the service's clock (the exchange's timestamp is the student's
 exchange's owner check vouches for, and kept in the ledger: a restart never decides again.
 """
 
+import os
 import signal
 import sys
 import tempfile
@@ -39,6 +40,14 @@ from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
 
+def keep_from_other_accounts() -> None:
+    """Nothing this process makes is open to other accounts unless it says so: on a hub, students share the machine.
+    The gradebook it may create (every hidden test's source, every grade), autograded/ and feedback/ are born
+    without other accounts' permissions; the feedback it releases to the exchange is opened on purpose
+    (perfaudit/serve/exchange.py), the ledger closed on purpose (perfaudit/serve/ledger.py)."""
+    os.umask(os.umask(0) | 0o007)
+
+
 def log(out: TextIO, message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=out, flush=True)
 
@@ -46,6 +55,7 @@ def log(out: TextIO, message: str) -> None:
 class Service:
     def __init__(self, course_dir: str | Path, workers: int = 1, scheduler: str | None = None, canary: bool = True,
                  out: TextIO = sys.stdout) -> None:
+        keep_from_other_accounts()  # first: the state folder below is made in autograded/
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
         config = worker.course_config(self.course_dir)
         self.limits = GradingService(config=config)
@@ -303,9 +313,10 @@ class Service:
             log(self.out, f"restarted after an environment fault ({self.ledger.paused}): grading again")
             self.ledger.paused = None
             self.ledger.save()
-        with gradebook.opened(self.url, self.course_id) as course_gb:
-            self.expected = {nb.name: [c.name for c in nb.source_cells]
-                             for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
+        # As the batch does: a gradebook without the assignment (a fresh course: make release writes none) records it
+        # from source/ first, instead of failing on every submission.
+        source = self.course_dir / self.coursedir.source_directory / ASSIGNMENT
+        self.expected, _ = run.recorded_assignment(self.course_dir, self.url, self.course_id, source, self.out)
         with tempfile.TemporaryDirectory(prefix="perfaudit-serve-") as scratch:
             gradebook.make_template(self.url, Path(scratch) / "template.db", self.course_id)
             spec = task.definition(self.course_dir, ASSIGNMENT, self.expected, Path(scratch) / "template.db")

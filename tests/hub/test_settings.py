@@ -2,8 +2,11 @@
 
 import os
 import pwd
+import stat
 import sys
 from pathlib import Path
+
+from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
 from perfaudit.hub import settings
@@ -40,3 +43,14 @@ def test_the_course_s_id_names_the_groups_and_its_folder_s_owner_runs_the_course
     assert hub.course_id == "jax-performance-audit"
     assert hub.groups() == ("nbgrader-jax-performance-audit", "formgrade-jax-performance-audit")
     assert hub.owner == pwd.getpwuid(os.stat(paths.ROOT).st_uid)
+
+
+def test_the_hubs_own_files_are_in_its_state_folder_never_the_course_directory(tmp_path, monkeypatch):
+    # make hub starts jupyterhub in the course directory: a file left there by default (the proxy's pid) is
+    # untracked clutter in the instructor's repository.
+    monkeypatch.setenv("PERFAUDIT_HUB_STATE", str(tmp_path / "state"))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    own_files = [config.JupyterHub.pid_file, config.ConfigurableHTTPProxy.pid_file,
+                 config.JupyterHub.cookie_secret_file, config.JupyterHub.db_url.removeprefix("sqlite:///")]
+    assert [Path(f).parent for f in own_files] == [tmp_path / "state"] * 4
+    assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700

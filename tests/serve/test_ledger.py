@@ -1,5 +1,8 @@
 """The ledger on its own, without a service (perfaudit/serve/ledger.py): kept across a reload, the queue and times."""
 
+import os
+import stat
+
 from perfaudit.serve.ledger import Ledger, percentile, status_lines
 
 
@@ -17,3 +20,15 @@ def test_the_ledger_survives_a_reload_and_reports_the_queue_and_times(tmp_path):
     assert "submit -> feedback, all feedback (3): median 10.0 s, 95th percentile 30.0 s" in lines
     assert "submit -> feedback, graded (2): median 20.0 s, 95th percentile 30.0 s" in lines
     assert [percentile(range(1, 21), q) for q in (0.5, 0.95, 1.0)] == [10, 19, 20]
+
+
+def test_the_ledger_is_the_course_owners_alone_whatever_the_umask(tmp_path):
+    # It names every submission's inbound folder, whose random part keeps classmates out of it.
+    previous = os.umask(0)
+    try:
+        ledger = Ledger(tmp_path / "gradebook.db.serve.json")
+        ledger.save()
+        ledger.save()  # a second write replaces the first: still closed
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "gradebook.db.serve.json").stat().st_mode) == 0o600

@@ -11,6 +11,7 @@ writes the record behind the grade that the batch command writes for the same fi
 """
 
 import io
+import stat
 
 import nbformat
 import pytest
@@ -100,10 +101,17 @@ def test_a_service_grading_writes_the_record_the_batch_writes(tmp_path):
     """The record behind a grade is the same whoever graded the files: the service, then the batch command on the
     submission the service collected. Field by field, apart from the time and the seconds it took."""
     root = course_with_exchange(tmp_path / "course", settings=SETTINGS)
+    # A fresh course's path: released, but no gradebook yet (make release writes none). The service records the
+    # assignment from source/ as the batch does, instead of failing on every submission.
+    (root / "gradebook.db").unlink()
     student = student_home(tmp_path / "student", root / "exchange")
     with service(root, *FAST) as running:
         submit(student, "correct")
         wait_for(root, lambda f: statuses(f) == ["graded"], "the submission graded", service=running)
+    assert f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/" in running.log()
+    # On a hub students share the machine: what the service made is not theirs to read.
+    for made in ("gradebook.db", "gradebook.db.serve.json", "autograded", "feedback"):
+        assert stat.S_IMODE((root / made).stat().st_mode) & 0o007 == 0, made
     log = records.path_for(root / "autograded")
     served = records.read(log)
     assert [(r["student"], r["notebook"], r["score"]) for r in served] == [(STUDENT, STEM, 5)], \
