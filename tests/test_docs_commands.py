@@ -178,7 +178,8 @@ RECIPES = {
 NOT_RUN = {
     "apt-get install python3.11 python3.11-venv make bubblewrap": "installs system packages, as root, from the "
     "network (.ci/run installs bubblewrap so on CI)",
-    "apt-get install chromium postgresql": "installs system packages, as root, from the network (.ci/run does)",
+    "apt-get install chromium postgresql nodejs npm": "installs system packages, as root, from the network (.ci/run "
+    "does)",
     "apt-get install python3.11 python3.11-venv make bubblewrap nodejs npm": "installs system packages, as root, "
     "from the network (.ci/run installs nodejs and npm so on CI)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
