@@ -1,7 +1,7 @@
 """python -m perfaudit.hub.accounts: the class's local accounts, one per person, from a roster (make hub-users).
 
     python -m perfaudit.hub.accounts add roster.txt      # new accounts get a password, listed in .hub/passwords.txt
-    python -m perfaudit.hub.accounts remove roster.txt   # the accounts and their homes, at the end of term
+    python -m perfaudit.hub.accounts remove roster.txt   # the accounts, their homes, the course's groups: end of term
 
 A roster has one person a line, `name role`, role `student` or `instructor` (# starts a comment). Each person gets
 a Linux account with a private home (0700: nobody else reads it, and each one's server runs as its owner), in the
@@ -75,9 +75,11 @@ def add(people, hub=None):
     return created
 
 
-def remove(people):
+def remove(people, hub=None):
     """Remove each account and its home; the account's processes (its server, kernels) are ended first, each by
-    its process id. Returns the names that could not be removed."""
+    its process id. Then the course's two groups, once nobody is left in them (add made them). Returns the names
+    that could not be removed."""
+    hub = hub or settings.from_environment()
     left = []
     for name, _ in people:
         if not exists(name):
@@ -90,6 +92,9 @@ def remove(people):
         subprocess.run(["userdel", "--remove", name], capture_output=True)
         if exists(name):
             left.append(name)
+    for group in hub.groups():
+        if exists(group, grp.getgrnam) and not grp.getgrnam(group).gr_mem:
+            subprocess.run(["groupdel", group], capture_output=True)
     return left
 
 
@@ -112,7 +117,7 @@ def main(argv=None):
     people = read_roster(args.roster)
     hub = settings.from_environment()
     if args.action == "remove":
-        left = remove(people)
+        left = remove(people, hub)
         print(f"removed {len(people) - len(left)} account(s)" + (f"; not removed: {', '.join(left)}" if left else ""))
         return 1 if left else 0
     created = add(people, hub)

@@ -11,6 +11,8 @@ through the exchange; an instructor logs in, opens Formgrader (a hub service) an
 refused Formgrader. Accounts, groups, processes and the exchange are gone afterwards.
 """
 
+import json
+import grp
 import os
 import pwd
 import secrets
@@ -34,7 +36,7 @@ from serve_course import course_with_exchange, wait_for
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.instructor import course
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange, settings
+from perfaudit.hub import accounts, exchange, settings, userenv
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
 
@@ -53,11 +55,20 @@ def hub(tmp_path_factory):
         pytest.fail("the hub test makes Linux accounts and runs the hub as root: run it as root (CI does)")
     tag = secrets.token_hex(3)
     course_id = f"hubtest{tag}"
-    course_dir = course_with_exchange(tmp_path_factory.mktemp("hub") / "course", settings="\n".join([
-        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
-    # The exchange must be reachable by every account: not under pytest's root-only folder.
+    # The exchange must be reachable by every account: not under pytest's root-only folder. The course directory
+    # too, as /srv/course is: what keeps students out of it is its own modes, not a folder above it.
     shared = Path(tempfile.mkdtemp(prefix="perfaudit-hub-"))
     shared.chmod(0o755)
+    course_dir = course_with_exchange(shared / "course", settings="\n".join([
+        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
+    course_dir.chmod(0o755)
+    # A course kept in git, as this repository is: .git holds every version of source/.
+    _run(["git", "init", "-q"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "course",
+          "--allow-empty"], cwd=course_dir)
+    _run(["git", "add", "source"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "source"],
+         cwd=course_dir)
     state = tmp_path_factory.mktemp("hub-state")
     students, instructor = [f"pa{tag}s1", f"pa{tag}s2"], f"pa{tag}prof"
     people = [(s, "student") for s in students] + [(instructor, "instructor")]
@@ -68,6 +79,7 @@ def hub(tmp_path_factory):
            "PERFAUDIT_SERVE_ARGS": "--workers 1 --skip-canary",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     hub_process = None
+    course_groups = settings.from_environment(env).groups()  # read from the course's config, removed with it
     try:
         passwords = accounts.add(people, hub=settings.from_environment(env))
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
@@ -79,15 +91,17 @@ def hub(tmp_path_factory):
                 [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         _wait_for_hub(url, hub_process, log)
+        python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
-               "students": students, "instructor": instructor, "passwords": passwords, "log": log}
+               "students": students, "instructor": instructor, "passwords": passwords, "log": log,
+               "python": python}
     finally:
         _stop(hub_process)
-        left = accounts.remove(people)
-        for group in settings.from_environment(env).groups():
-            subprocess.run(["groupdel", group], capture_output=True)
+        left = accounts.remove(people, hub=settings.from_environment(env))
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
+    groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
+    assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
         assert not _listening(port), f"port {port} is still in use after the hub stopped"
 
@@ -233,6 +247,84 @@ def cannot_list_the_exchange(reader, course_exchange):
             f"{reader} listed {course_exchange / folder}:\n{done.stdout[:300]}")
 
 
+# What a curious student reaches by path in the course directory: the answer key (source/, every version of it in
+# .git), classmates' work (submitted/, autograded/, feedback/), every grade and hidden test (the gradebook), the names
+# of everyone's inbound folders (the service's ledger).
+COURSE_SECRETS = (".git/HEAD", f"source/{ASSIGNMENT}/{NOTEBOOK}", "gradebook.db", "gradebook.db.serve.json",
+                  "submitted", "autograded", "feedback")
+
+
+def cannot_read_the_course(reader, course_dir):
+    """`reader` reads none of COURSE_SECRETS; each refusal is shown to be the path's own modes: with other
+    accounts' permissions given back to that path (and the folders on its way), the same command reads it."""
+    for secret in COURSE_SECRETS:
+        path = course_dir / secret
+        argv = ["ls", str(path)] if path.is_dir() else ["head", "-c", "16", str(path)]
+        done = as_account(reader, *argv)
+        assert done.returncode != 0 and "Permission denied" in done.stderr, (
+            f"{reader} ran {' '.join(argv)}: {done.returncode}\n{done.stdout[:300]}")
+        closed = [p for p in [*reversed(path.relative_to(course_dir).parents), Path(secret)]
+                  if (course_dir / p).stat().st_mode & 0o005 != (0o005 if (course_dir / p).is_dir() else 0o004)]
+        modes = {p: (course_dir / p).stat().st_mode for p in closed}
+        try:
+            for p in closed:
+                (course_dir / p).chmod(modes[p] | (0o005 if (course_dir / p).is_dir() else 0o004))
+            assert as_account(reader, *argv).returncode == 0, f"{secret}: refused for another reason than its modes"
+        finally:
+            for p in closed:
+                (course_dir / p).chmod(modes[p])
+
+
+# Run as a student: each port the grading service's processes listen on (its Dask scheduler, workers and nannies;
+# /proc/net/tcp shows every listening port to every account) tried as a Dask scheduler, without credentials and with
+# TLS credentials of its own. Prints where code ran.
+DASK_ATTACK = r"""
+import json, os, sys, threading
+from distributed import Client
+from distributed.security import Security
+
+ran = []
+
+
+def attempt(address, kwargs):
+    try:
+        with Client(address, timeout="3s", set_as_default=False, **kwargs) as client:
+            ran.append(f"{address} ran code as uid {client.submit(os.getuid).result(timeout=10)}")
+    except Exception:
+        pass
+
+
+for port in json.loads(sys.argv[1]):
+    for scheme, kwargs in (("tcp", {}), ("tls", {"security": Security.temporary()})):
+        # A port that accepts and never answers would hold a Client past its timeout: 10 s each at most.
+        thread = threading.Thread(target=attempt, args=(f"{scheme}://127.0.0.1:{port}", kwargs), daemon=True)
+        thread.start()
+        thread.join(10)
+print(json.dumps(ran), flush=True)
+os._exit(0)
+"""
+
+
+def service_ports():
+    """The loopback ports the grading service (python -m perfaudit.serve) and the processes it started listen on."""
+    [served] = [p for p in psutil.process_iter(["cmdline"]) if "perfaudit.serve" in (p.info["cmdline"] or [])]
+    ports = set()
+    for process in [served, *served.children(recursive=True)]:
+        try:
+            ports |= {c.laddr.port for c in process.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+        except psutil.NoSuchProcess:
+            pass
+    return sorted(ports)
+
+
+def cannot_reach_the_graders_cluster(reader, python):
+    ports = service_ports()
+    assert ports, "the grading service listens nowhere: nothing was tried"
+    done = as_account(reader, "env", "HOME=/tmp", str(python), "-c", DASK_ATTACK, json.dumps(ports))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [], f"{reader} ran code on the grader's cluster: {ports}"
+
+
 def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts):
     first, second = hub["students"]
     chosen = dict(zip(hub["students"], SUBMISSIONS))
@@ -260,6 +352,9 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         [submission] = [p for p in hub["exchange"].joinpath("inbound").iterdir() if p.name.startswith(f"{first}+")]
         cannot_read_by_path(second, home(first), home(first) / ASSIGNMENT / NOTEBOOK)
         cannot_list_the_exchange(second, hub["exchange"])
+        # ... in the course directory, and through the grading service's Dask cluster (the course owner's rights).
+        cannot_read_the_course(second, hub["course"])
+        cannot_reach_the_graders_cluster(second, hub["python"])
         assert exchange.loosened(hub["exchange"].parent, hub["course_id"]) == []
         assert submission.owner() == first  # the service's per-student limit counts the hub account that submitted
 
