@@ -32,6 +32,14 @@ c.Exchange.root = os.environ.get("PERFAUDIT_EXCHANGE") or str(Path(__file__).res
 # nbgrader's default "." means the server's working directory (this one), outside what JupyterLab shows.
 c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")
 
+# What nbgrader and the plug-ins log quotes what students wrote (a cell's grade_id, a notebook's file name, the message
+# of an error their code raised): the handler that prints the log escapes every control character in it, so no escape
+# code of a student's reaches the instructor's terminal (perfaudit/grade/escape.py).
+c.Application.logging_config = {
+    "filters": {"control_free": {"()": "perfaudit.grade.escape.EscapeControlCharacters"}},
+    "handlers": {"console": {"filters": ["control_free"]}},
+}
+
 # --- grading: sandboxed kernels, tests decided in the grader, feedback without hidden tests ---
 # Every plug-in lives in perfaudit/autograde/: plain nbgrader and `python -m perfaudit.grade` use the same ones.
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402

@@ -3,7 +3,8 @@ and codecs, in one place.
 
 A request is one silent execute_request whose expression is `__import__(AGENT).handle('<base64 JSON>')`:
 {"op": LOOKUP | VALUE | GETATTR | CALL, ...}: the grader runs no code of its own in the kernel beyond the stand-ins it
-hands in as arguments. Its value is the reply, base64 JSON too:
+hands in as arguments. Its value is the reply, base64 JSON too (the grader reads the kernel's repr() of it by a
+pattern, reply_base64, and counts its JSON before decoding it, unpack):
 {"ok": true, "value": V, "dirs": [S, ...]} or {"ok": false, "error": {"type": ..., "message": ...}}.
 A value V is null, a bool, a number, a string, or {"$": tag, ...}: list and tuple {"v": [V, ...]}, dict
 {"v": [[V, V], ...]}, array {"dtype", "shape", "data": base64 of exactly shape x dtype's bytes, "jax"}, ref (an
@@ -19,6 +20,7 @@ import base64
 import binascii
 import os
 import pathlib
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +60,11 @@ MAX_REPLY_CHARS = 64 * 2**20  # a reply as the kernel sends it (base64 of JSON)
 # the connection with it before the grader holds it in memory, so a kernel cannot make the grader read 700 MB.
 MAX_MESSAGE_BYTES = MAX_REPLY_CHARS + 16 * 2**20
 MAX_DEPTH = 32  # levels of nesting in a value
+# Values, keys and containers in one message's JSON, counted before it is decoded (json_values): each costs
+# json.loads up to ~100 bytes whatever its length in the text ({} is 2 characters), so this keeps what they cost the
+# grader to ~25 MiB. An honest message holds far fewer: an array or a file crosses as one string, and the folders of
+# one answer hold at most MAX_PATHS x MAX_FILES = 16384 files.
+MAX_JSON_VALUES = 2**18
 ARRAY_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                           "float16", "float32", "float64", "bfloat16"})
 MAX_ARRAY_DIMS = 8
@@ -335,16 +342,52 @@ def pack(message: dict[str, Any]) -> str:
 
 
 def unpack(text: str | bytes) -> dict[str, Any]:
-    """base64 JSON text as the message it holds (a dict), or WireError."""
+    """base64 JSON text as the message it holds (a dict), or WireError. Decoding costs time and memory linear in
+    the text's length with a small factor: the JSON is ASCII (json.dumps writes no other) and holds at most
+    MAX_JSON_VALUES values, both checked before json.loads builds anything."""
     import json  # the kernel's import of this module loads nothing heavy (test_protocol)
 
     try:
-        message = json.loads(base64.b64decode(text, validate=True))
+        data = binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError, TypeError):
+        raise WireError("an answer the grader cannot read (not base64)") from None
+    if not data.isascii():
+        raise WireError("an answer the grader cannot read (its JSON is not ASCII)")
+    if json_values(data) > MAX_JSON_VALUES:
+        raise WireError(f"an answer with more than {MAX_JSON_VALUES} values, keys and lists in it, more than the "
+                        "grader reads: return large data as a NumPy array, which crosses as one value")
+    try:
+        message = json.loads(data)
     except (ValueError, TypeError, MemoryError, RecursionError):
         raise WireError("an answer the grader cannot read") from None
     if not isinstance(message, dict):
         raise WireError("an answer the grader cannot read")
     return message
+
+
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[{,:')))
+_STRING = re.compile(rb'"[^"]*"')  # a JSON string once its escape pairs are gone: one quote to the next
+
+
+def json_values(data: bytes) -> int:
+    """At least the number of values, keys and containers json.loads makes of data (up to where it finds an error):
+    every one but the first follows a '[', '{', ',' or ':' outside a string. Counted in linear time and memory."""
+    if b"\\" in data:  # escape pairs gone (an escaped backslash first): every '"' left opens or closes a string
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return len(_STRING.sub(b"", data.translate(None, _NOT_STRUCTURE))) + 1
+
+
+REPLY_TEXT = re.compile(r"'[A-Za-z0-9+/]*={0,2}'")  # repr() of a reply: one quoted string of base64 characters
+
+
+def reply_base64(text: object) -> str:
+    """The base64 of a reply from the text/plain the kernel shows of it (repr() of pack()'s string), or WireError
+    for any other text: read by a pattern, never evaluated, in time linear in its length."""
+    if isinstance(text, str) and len(text) > MAX_REPLY_CHARS:
+        raise WireError(f"an answer larger than the grader reads ({MAX_REPLY_CHARS // 2**20} MiB)")
+    if not isinstance(text, str) or REPLY_TEXT.fullmatch(text) is None:
+        raise WireError("an answer the grader cannot read (not one quoted string of base64 characters)")
+    return text[1:-1]
 
 
 def reply(value: Any, dirs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ gradebook.py scratch gradebooks for workers; the parent, the one writer, merges 
 grades_csv.py  grades.csv, nbgrader's export plug-in (c.ExportApp.plugin_class): `nbgrader export` writes the same
 summary.py   the terminal summary
 names.py     which file and folder names from a download or submitted/ are taken
-escape.py    text from a submission as one printable line, for the terminal and reports
+escape.py    text from a submission as one printable line, for the terminal and reports; the log filter
 classdata.py every student's score and message per test, read from the gradebook and autograded/
 items.py     item analysis: pass counts, discrimination, failures grouped by cause
 classreport.py  reports/class-report.html, one self-contained page (python -m perfaudit.grade --report)

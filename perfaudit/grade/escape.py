@@ -8,8 +8,14 @@ not UTF-8 as \\xNN, and the text is cut to a length one line can hold. A run of 
 Unicode spaces, the fillers that print as nothing) is shown as one space and none is kept at either end: padding
 could otherwise push a forged row, indented like the tool's own, to the start of a line the terminal wraps, at
 whatever width the terminal has.
+
+A log message may be many lines (a traceback): control_free keeps its newlines and tabs and escapes every other
+character one_line would. The course's nbgrader_config.py puts EscapeControlCharacters on the handler that prints
+nbgrader's log (its own lines and the plug-ins'), so plain `nbgrader autograde` shows a cell's grade_id, a notebook's
+file name or a student's error message the same way.
 """
 
+import logging
 import re
 
 MAX_CHARS = 2000  # a bound on what one line may print, far above any reason the grader gives
@@ -25,6 +31,34 @@ def one_line(text: object, limit: int = MAX_CHARS) -> str:
     cut = len(text) - limit
     shown = "".join(_shown(char) for char in (text[:limit] if cut > 0 else text))
     return f"{shown} ... [{cut} more characters]" if cut > 0 else shown
+
+
+KEPT = "\n\t"  # what control_free leaves as it is: a log message's lines, and its indents
+
+
+def control_free(text: object) -> str:
+    """Text from anywhere with every character a terminal acts on or cannot show escaped (ESC as \\x1b, a carriage
+    return as \\r), newlines and tabs kept: the lines of a log message, none of which can move the cursor or recolour
+    the terminal."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(char if char in KEPT or char.isprintable() else _shown(char) for char in text)
+
+
+class EscapeControlCharacters(logging.Filter):
+    """A handler's filter that passes every record with its final message (msg % args) and its traceback's text
+    control_free: what the handler prints holds no escape code, whoever logged it and whatever they logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = control_free(record.getMessage()), ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = control_free(record.exc_text)
+        if record.stack_info:
+            record.stack_info = control_free(record.stack_info)
+        return True
 
 
 def _shown(char):
