@@ -17,8 +17,9 @@ import time
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
@@ -132,7 +133,16 @@ def _expected_ids(course_gb):
     return {nb.name: [c.name for c in nb.source_cells] for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
 
 
-def recorded_assignment(course_dir, url, course_id, source, out):
+class Output(Protocol):
+    """Where a grading command's lines go: a terminal, a StringIO, or a terminal and a log file together."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+def recorded_assignment(course_dir: Path, url: str, course_id: str, source: Path,
+                        out: Output) -> tuple[dict[str, list[str]], datetime | None]:
     """({notebook: grade ids}, due date or None) from the gradebook. A gradebook without the assignment (the first
     grading after `make release`, which writes no gradebook) gets it from source/, as nbgrader generate_assignment
     records it, into a scratch release: the class's notebooks/ is left as it is. So does a gradebook whose tests or

@@ -8,7 +8,9 @@
 import argparse
 import os
 import sys
+import traceback
 from pathlib import Path
+from typing import TextIO
 
 from perfaudit.grade import coursedir
 from perfaudit.autograde.canary import GradingEnvironmentError
@@ -40,14 +42,41 @@ def main(argv: list[str] | None = None) -> int:
     service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
     if args.status:
         print(f"ledger: {service.ledger.path}")
+        print(f"log: {service.batch_state.dir / LOG_NAME}")
         print("\n".join(status_lines(service.ledger)))
         return 0
-    try:
-        service.run(until_idle=args.until_idle)
-    except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
-        print(refusal, file=sys.stderr)
-        return 2
+    # On a hub the service's output goes to the hub's own: the instructor reads it in a file of the course as well.
+    with open(service.batch_state.dir / LOG_NAME, "a", encoding="utf-8") as log:
+        service.out = Tee(sys.stdout, log)
+        try:
+            service.run(until_idle=args.until_idle)
+        except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable) as refusal:
+            print(refusal, file=service.out)
+            print(refusal, file=sys.stderr)
+            return 2
+        except BaseException:
+            traceback.print_exc(file=log)  # a crash the hub restarts from: its cause in the course's log too
+            raise
     return 3 if service.ledger.paused else 0
+
+
+LOG_NAME = "serve.log"  # in the batch state folder, beside serve-workers.log
+
+
+class Tee:
+    """Text written to each of several streams (the service's output: its terminal, and the course's log file)."""
+
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
+
+    def write(self, text: str) -> int:
+        for stream in self.streams:
+            stream.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for stream in self.streams:
+            stream.flush()
 
 
 if __name__ == "__main__":

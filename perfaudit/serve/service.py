@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable
 from datetime import timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from distributed import Client, Future
 from nbgrader.coursedir import CourseDirectory
@@ -34,6 +34,7 @@ from perfaudit.autograde import sandbox, statefolder
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
 from perfaudit.grade.diagnose import Diagnosis
+from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes
 from perfaudit.serve.ledger import Ledger, path_for
@@ -48,13 +49,13 @@ def keep_from_other_accounts() -> None:
     os.umask(os.umask(0) | 0o007)
 
 
-def log(out: TextIO, message: str) -> None:
+def log(out: Output, message: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=out, flush=True)
 
 
 class Service:
     def __init__(self, course_dir: str | Path, workers: int = 1, scheduler: str | None = None, canary: bool = True,
-                 out: TextIO = sys.stdout) -> None:
+                 out: Output = sys.stdout) -> None:
         keep_from_other_accounts()  # first: the state folder below is made in autograded/
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
         config = worker.course_config(self.course_dir)

@@ -109,6 +109,9 @@ def test_a_service_grading_writes_the_record_the_batch_writes(tmp_path):
         submit(student, "correct")
         wait_for(root, lambda f: statuses(f) == ["graded"], "the submission graded", service=running)
     assert f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/" in running.log()
+    # What the service says is also in a file of the course (on a hub its output goes to the hub's own).
+    course_log = (root / "autograded" / ".batch-grading" / "serve.log").read_text()
+    assert "recorded it from source/" in course_log and f"graded {STUDENT}+" in course_log, course_log
     # On a hub students share the machine: what the service made is not theirs to read.
     for made in ("gradebook.db", "gradebook.db.serve.json", "autograded", "feedback"):
         assert stat.S_IMODE((root / made).stat().st_mode) & 0o007 == 0, made
