@@ -24,9 +24,10 @@ from perfaudit.hub import settings, userenv
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
 # The course directory's folders that hold solutions, hidden tests, other students' work or grades; .git holds every
-# version of source/ (the answer key), .hub the hub's database and cookie secret.
+# version of source/ (the answer key). Not .hub: every account's JupyterLab runs the Python in .hub/accounts-python;
+# the hub's own files there are kept private by perfaudit/hub/jupyterhub_config.py.
 INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "exports", "gradebook.db",
-                   "gradebook.db.serve.json", "grades.csv", "exchange", ".git", ".hub")
+                   "gradebook.db.serve.json", "grades.csv", "exchange", ".git")
 
 
 def prepare(exchange, course_id, owner_uid=None):
@@ -68,6 +69,14 @@ def protect(course_dir):
     for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "instructor", package / "fixtures"]:
         if path.exists():
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o007)
+
+
+def keep_private(path):
+    """A file that is its owner's alone (0600): made so when missing (an empty SQLite file is a new database),
+    its mode set when present."""
+    path = Path(path)
+    os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    path.chmod(0o600)
 
 
 def released(course_path):

@@ -10,7 +10,7 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 import grp
 import os
 
-from perfaudit.hub import settings, userenv
+from perfaudit.hub import exchange, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 
 c = get_config()  # noqa: F821 (provided by jupyterhub)
@@ -36,6 +36,10 @@ c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
 c.ConfigurableHTTPProxy.command = [str(settings.PROXY)]
 hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and cookie secret: root's alone
+# The state folder may be open to every account (make hub-users made it first, and .hub/accounts-python in it is what
+# each JupyterLab runs): the database, with every user's tokens, is the hub's alone whatever its folder's mode. The
+# cookie secret JupyterHub writes 0600 itself.
+exchange.keep_private(hub.state / "jupyterhub.sqlite")
 c.JupyterHub.db_url = f"sqlite:///{hub.state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(hub.state / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(hub.state / "jupyterhub.pid")

@@ -24,7 +24,7 @@ def test_prepare_gives_nbgrader_modes_and_loosened_names_a_changed_one(tmp_path)
 
 def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
     for folder in ("source", "submitted", "notebooks", "perfaudit/fixtures", "perfaudit/instructor", "perfaudit/checks",
-                   "perfaudit/autograde", ".git", ".hub"):
+                   "perfaudit/autograde", ".git"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder).chmod(0o755)
     for name in ("gradebook.db", "perfaudit/instructor/answers.py", "perfaudit/report.py"):
@@ -32,9 +32,9 @@ def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
         (tmp_path / name).chmod(0o644)
     exchange.protect(tmp_path)
     assert {p: mode(tmp_path / p) for p in ("source", "submitted", "gradebook.db", "perfaudit/instructor",
-                                            "perfaudit/fixtures", ".git", ".hub")} == {
+                                            "perfaudit/fixtures", ".git")} == {
         "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/instructor": "0o750",
-        "perfaudit/fixtures": "0o750", ".git": "0o750", ".hub": "0o750"}
+        "perfaudit/fixtures": "0o750", ".git": "0o750"}
     # the release, what students' JupyterLab imports, and the grader's agent (imported in the sandboxed kernel)
     assert {p: mode(tmp_path / p) for p in ("notebooks", "perfaudit/checks", "perfaudit/report.py",
                                             "perfaudit/autograde")} == {

@@ -54,3 +54,9 @@ def test_the_hubs_own_files_are_in_its_state_folder_never_the_course_directory(t
                  config.JupyterHub.cookie_secret_file, config.JupyterHub.db_url.removeprefix("sqlite:///")]
     assert [Path(f).parent for f in own_files] == [tmp_path / "state"] * 4
     assert stat.S_IMODE((tmp_path / "state").stat().st_mode) == 0o700
+    # The database is the hub's alone, even in a state folder make hub-users made open (0755) before the hub ran.
+    database = tmp_path / "state" / "jupyterhub.sqlite"
+    database.chmod(0o644)
+    (tmp_path / "state").chmod(0o755)
+    PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    assert stat.S_IMODE(database.stat().st_mode) == 0o600
