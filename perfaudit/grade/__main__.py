@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     if coursedir.not_a_course(args.course_dir):
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
+    if coursedir.root_in_anothers_course(args.course_dir):
+        print(coursedir.root_in_anothers_course(args.course_dir), file=sys.stderr)
+        return 2
     if args.roster and not args.roster.is_file():
         print(f"No roster at {args.roster}: name the file you downloaded from the LMS (Canvas: Grades > Export; "
               "Moodle: Download grading worksheet). Nothing was exported.", file=sys.stderr)

@@ -1,6 +1,7 @@
 """The course directory the batch and the service work in: whether it is one, and plain nbgrader run in it."""
 
 import os
+import pwd
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,22 @@ def not_a_course(course_dir: str | os.PathLike[str]) -> str | None:
         return None
     return (f"{Path(course_dir).resolve()} is not a course directory (it has no nbgrader_config.py): run this in the "
             "course directory, or name it with --course-dir.")
+
+
+def root_in_anothers_course(course_dir: str | os.PathLike[str], euid: int | None = None) -> str | None:
+    """Why this process must not write in course_dir: it runs as root in a course another account owns (a hub's
+    `grader`). What root writes there (feedback/<student>/, autograded/, the gradebook's journal) its owner's grading
+    service cannot replace, and grading stops. One line for the instructor; None when it may write."""
+    owner = Path(course_dir).stat().st_uid
+    if (os.geteuid() if euid is None else euid) != 0 or owner == 0:
+        return None
+    try:
+        name = pwd.getpwuid(owner).pw_name
+    except KeyError:
+        name = str(owner)
+    return (f"Refused: this runs as root in a course directory that {name} owns; what root writes there the course's "
+            f"own processes (the grading service) cannot replace. Run it as {name}: sudo -u {name} make ... "
+            "(Formgrader's terminal on the hub runs as that account). Nothing was written.")
 
 
 def nbgrader(*args: str, course_dir: str | os.PathLike[str]) -> str:
