@@ -11,9 +11,18 @@ import numpy as np
 class HeldResult:
     """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
     values, waits for the grader first (block_until_ready, jax.block_until_ready, np.asarray, jax.device_get,
-    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait."""
+    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait.
 
-    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval"})
+    It is a jax.Array, as the result it stands in for (`isinstance(out, jax.Array)` holds): HeldResult(inner, wait)
+    makes an instance of a subclass of both, made on first use (_array_class), so that importing this module
+    never imports JAX. It is no pytree of its own: jax.tree_util keeps it whole, as a leaf."""
+
+    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval", "itemsize", "nbytes",
+                          "committed", "device", "is_fully_addressable", "is_fully_replicated", "__numpy_dtype__"})
+    __hash__ = object.__hash__  # as before it was a jax.Array: a result stays usable as a key
+
+    def __new__(cls, inner, wait):
+        return object.__new__(_array_class() if cls is HeldResult else cls)
 
     def __init__(self, inner, wait):
         self._inner, self._wait, self._ready = inner, wait, False
@@ -34,6 +43,12 @@ class HeldResult:
 
     def copy_to_host_async(self):
         """jax.Array.copy_to_host_async(): starts a copy and returns at once; reading the values later waits."""
+
+    def addressable_data(self, index):
+        """jax.Array.addressable_data(i): the data on one device, which needs no wait to hand out; waiting for it
+        or reading it waits for this whole result (the grader holds one result, not its shards)."""
+        inner = self._inner.addressable_data(index) if hasattr(self._inner, "addressable_data") else self._inner
+        return HeldResult(inner, self.block_until_ready)
 
     def _value(self):
         return self.block_until_ready()._inner
@@ -94,6 +109,34 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__matmul__", "__rmatmul__", "__pow__", "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__",
               "__gt__", "__ge__"):
     setattr(HeldResult, _name, _arithmetic(_name))
+
+
+def _attribute(name):
+    def read(self):
+        return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
+
+    return property(read)
+
+
+_array_classes = []  # the jax.Array subclass, once made
+
+
+def _array_class():
+    """HeldResult made a jax.Array too: every attribute jax.Array has and HeldResult does not is read from the
+    inner result (its values once waited for, as __getattr__ does), never from jax.Array's own, which would find
+    no buffer behind a held result."""
+    if not _array_classes:
+        import jax  # a held result is made where JAX runs (see the class)
+
+        own = {name for klass in HeldResult.__mro__[:-1] for name in vars(klass)}
+        namespace = {}
+        for name, value in vars(jax.Array).items():
+            if name in own or name in ("__doc__", "__module__", "__slots__", "__weakref__", "__hash__"):
+                continue
+            namespace[name] = _attribute(name) if isinstance(value, property) or not callable(value) \
+                else _arithmetic(name)
+        _array_classes.append(type("HeldResult", (HeldResult, jax.Array), namespace))
+    return _array_classes[0]
 
 
 class FreshJit:
