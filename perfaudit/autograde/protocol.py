@@ -44,6 +44,7 @@ DIRARG, SLOW, SLOWJIT, FRESHJIT = "dirarg", "slow", "slowjit", "freshjit"  # fro
 # What the grader's instruments ask on the kernel's stdin, each prompt "<word> <number> <details...>"
 ASK_CALL = "perfaudit-call"  # a call arrived (a slow function's, or a function the grader's jit made)
 ASK_READY = "perfaudit-ready"  # the student's code waits on a result
+ASK_POLL = "perfaudit-poll"  # it asks, never waiting, whether a result is ready (is_ready()): answered "1" once it is
 ASK_JIT = "perfaudit-jit"  # the grader's jit made a function
 ASK_TRACED = "perfaudit-traced"  # JAX traced one
 ASK_STAGE_BEGIN = "perfaudit-stage-begin"  # an ahead-of-time stage of one begins: the stage

@@ -372,7 +372,7 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
         student = next(pending, None)
         if student is None:
             return None
-        files = task.submitted_files(writer.submitted_folder(student), writer.coursedir.ignore)
+        files = task.submitted_files(writer.submitted_folder(student), writer.results.coursedir.ignore)
         future = client.submit(task.grade, definition, student, files, jobs[student], settings, options.feedback,
                                key=f"grade-{student}-{run_id}", pure=False)
         futures[future] = student

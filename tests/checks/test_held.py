@@ -151,3 +151,28 @@ def test_addressable_data_waits_only_when_used():
     assert float(np.asarray(shard)[1]) == 2.5 and len(waits) == 1
     result = held.HeldResult(jnp.arange(3.0), lambda: waits.append(0))
     assert np.asarray(result.addressable_data(0)).tolist() == [0.0, 1.0, 2.0] and len(waits) == 2
+
+
+def test_is_ready_never_waits_and_polling_until_true_waits_as_block_until_ready_does():
+    slow = held.SlowFunction([0.03])
+    out = slow(None)
+    assert out.is_ready() is False and slow.waited(0) is None  # asked once and gone on: not waited for
+    while not out.is_ready():
+        pass
+    assert slow.waited(0) >= 0.03 and out.is_ready() and len(slow.released_at) == 1
+    out.block_until_ready()
+    out.addressable_data(0).block_until_ready()
+    assert len(slow.released_at) == 1  # released by the poll: no other wait asked for
+
+
+def test_a_shard_polls_through_its_result():
+    slow = held.SlowFunction([0.02])
+    shard = slow(None).addressable_data(0)
+    while not shard.is_ready():
+        pass
+    assert slow.waited(0) >= 0.02 and len(slow.released_at) == 1
+
+
+def test_with_no_one_to_ask_is_ready_waits():
+    result, inner, waits = _held()
+    assert result.is_ready() and len(waits) == 1 and inner.blocked == 1
