@@ -129,7 +129,8 @@ def encode_array(value: Any, jax: bool = False) -> dict[str, Any] | None:
     """A NumPy array (or what converts to one) as an array value, or None when its dtype is not in ARRAY_DTYPES."""
     import numpy as np  # the kernel's import of this module loads nothing heavy (test_protocol)
 
-    array = np.ascontiguousarray(np.asarray(value))
+    array = np.asarray(value)
+    array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes a 0-d array 1-d
     if str(array.dtype) not in ARRAY_DTYPES:
         return None
     return {TAG: ARRAY, "dtype": str(array.dtype), "shape": list(array.shape), "data": _b64(array.tobytes()),
