@@ -8,8 +8,10 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 c.CourseDirectory.course_id = "jax-performance-audit"
 # The student release lives in notebooks/ so students can open it straight from a clone.
 c.CourseDirectory.release_directory = "notebooks"
-# Evidence the notebooks write (runs/) is output, never part of a release or a submission.
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs"]
+# Evidence the notebooks write (runs/) is output, never part of a release or a submission; nor is a student's own
+# git repository (.git). nbgrader never copies these names, the grading kernel never gets them, and the limits on
+# what a submission may hold (perfaudit/autograde/submission.py) neither count nor refuse them.
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs", ".git"]
 # The stub says what to do, so a student who runs an unfilled cell reads more than a bare NotImplementedError.
 c.ClearSolutions.code_stub = {
     "python": '# YOUR CODE HERE\nraise NotImplementedError("Fill in this cell, then run the notebook again.")'

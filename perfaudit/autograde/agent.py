@@ -113,7 +113,8 @@ def _slow_function(value, dirs):
         if value.get("call"):  # the call itself lasts as long as the grader decides
             ask(protocol.prompt(protocol.ASK_CALL, value["id"]))
         inner = placeholder() if wrapped is None else wrapped(x)
-        return HeldResult(inner, lambda: ask(protocol.prompt(protocol.ASK_READY, value["id"])))
+        return HeldResult(inner, lambda: ask(protocol.prompt(protocol.ASK_READY, value["id"])),
+                          lambda: ask(protocol.prompt(protocol.ASK_POLL, value["id"])) == "1")
 
     _slow_functions[value["id"]] = slow
     return slow

@@ -231,6 +231,8 @@ class KernelChannel:
             slow.hold_call(received)
         elif slow is not None and word == protocol.ASK_READY:
             slow.hold_result(received)
+        elif slow is not None and word == protocol.ASK_POLL:
+            answer = "1" if slow.poll_result(received) else ""
         self.client.input(answer)
 
 

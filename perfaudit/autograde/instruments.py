@@ -82,6 +82,7 @@ class Call:
         # a probed first call: whether its entries were tanh(A @ A), once it was waited on
         self.gave_workload: bool | None = None
         self.span_s: float | None = None  # grader's clock: from the call's arrival until its result was let be ready
+        self.polled: float | None = None  # when is_ready() first asked about its result, never waiting
 
     @property
     def shape(self) -> tuple[Any, ...]:
@@ -97,6 +98,7 @@ class Run:
     def __init__(self, started: float, hold_s: float, seed: int) -> None:
         self.started, self.hold_s, self.span_s, self.seed = started, hold_s, None, seed
         self.entries: list[str] = []
+        self.polled: float | None = None  # when is_ready() first asked about its result, never waiting
 
 
 class FunctionRecord:
@@ -184,6 +186,8 @@ class GraderJit:
                 run.entries = rest[2:2 + PROBES]
                 time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))
                 run.span_s = time.perf_counter() - run.started
+        elif kind == protocol.ASK_POLL and len(rest) >= 3 and rest[2].isdigit():
+            return "1" if self._poll(record, rest[1], int(rest[2]), rest[3:], received) else ""
         elif kind == protocol.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
@@ -194,6 +198,30 @@ class GraderJit:
                 time.sleep(max(0.0, call.ready_hold_s - (time.perf_counter() - received)))
                 call.span_s = time.perf_counter() - call.started
         return ""
+
+    def _poll(self, record, what, index, entries, received):
+        """Whether a call's or a run's result is ready now, never waiting: once its hold has passed since it was
+        first polled. The entries (a probed first call's, a run's) are read at that first poll, as at a wait."""
+        held = record.calls if what == "call" else record.runs if what == "run" else []
+        if index >= len(held):
+            return False
+        item = held[index]
+        if item.span_s is not None:
+            return True
+        if item.polled is None:
+            item.polled = received
+            if what == "run":
+                item.entries = entries[:PROBES]
+            elif item.probe is not None:
+                item.gave_workload = computes_workload(item.probe, item.shape, entries) if item.probe else None
+                if not item.gave_workload:
+                    item.ready_hold_s = self._uniform(SHORT_HOLD_S)
+        if received - item.polled < (item.ready_hold_s if what == "call" else item.hold_s):
+            return False
+        if what == "call":
+            record.counts.append((len(record.calls), record.traces))
+        item.span_s = time.perf_counter() - item.started
+        return True
 
     def _stage_hold(self, record, elapsed):
         """A hold of STAGE_HOLD_S for a stage JAX did in `elapsed` s, drawn so that the stage's whole span differs by
@@ -368,11 +396,20 @@ def make_jit(number: int, ask: Callable[[str], str],
             salts.append(int(salt) if salt.isdigit() else 0)
             result, salt = inner(x, salts[-1]), salts[-1]  # type: ignore[assignment]  # the salt as an int
 
-            def ready():
-                probed = _probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else ""
-                ask(f"{protocol.ASK_READY} {number} {index} {call}{probed}")
+            probed: list[str] = []
 
-            return HeldResult(result, ready)
+            def entries():  # a first call's answer to the grader's question, computed once
+                if not probed:
+                    probed.append(_probe(inner, x, salt, int(seed)) if seed.isdigit() and int(seed) else "")
+                return probed[0]
+
+            def ready():
+                ask(f"{protocol.ASK_READY} {number} {index} {call}{entries()}")
+
+            def poll():
+                return ask(f"{protocol.ASK_POLL} {number} {index} call {call}{entries()}") == "1"
+
+            return HeldResult(result, ready, poll)
 
         # The ahead-of-time API of a jitted function, at the static argument of the latest call; the grader holds
         # each stage once JAX has done it.
@@ -462,7 +499,8 @@ class _Compiled:
     def __call__(self, *args: Any, **kwargs: Any) -> HeldResult:
         run, seed = (self._ask(protocol.ASK_RUN) + " 0").split(" ")[:2]
         result = self._compiled(*args, **kwargs)
-        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run, *_entries(result, seed)))
+        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run, *_entries(result, seed)),
+                          lambda: self._ask(protocol.ASK_POLL, "run", run, *_entries(result, seed)) == "1")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)

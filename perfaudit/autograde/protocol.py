@@ -46,6 +46,7 @@ DIRARG, SLOW, SLOWJIT, FRESHJIT = "dirarg", "slow", "slowjit", "freshjit"  # fro
 # What the grader's instruments ask on the kernel's stdin, each prompt "<word> <number> <details...>"
 ASK_CALL = "perfaudit-call"  # a call arrived (a slow function's, or a function the grader's jit made)
 ASK_READY = "perfaudit-ready"  # the student's code waits on a result
+ASK_POLL = "perfaudit-poll"  # it asks, never waiting, whether a result is ready (is_ready()): answered "1" once it is
 ASK_JIT = "perfaudit-jit"  # the grader's jit made a function
 ASK_TRACED = "perfaudit-traced"  # JAX traced one
 ASK_STAGE_BEGIN = "perfaudit-stage-begin"  # an ahead-of-time stage of one begins: the stage
@@ -135,7 +136,8 @@ def encode_array(value: Any, jax: bool = False) -> dict[str, Any] | None:
     """A NumPy array (or what converts to one) as an array value, or None when its dtype is not in ARRAY_DTYPES."""
     import numpy as np  # the kernel's import of this module loads nothing heavy (test_protocol)
 
-    array = np.ascontiguousarray(np.asarray(value))
+    array = np.asarray(value)
+    array = np.ascontiguousarray(array).reshape(array.shape)  # ascontiguousarray makes a 0-d array 1-d
     if str(array.dtype) not in ARRAY_DTYPES:
         return None
     return {TAG: ARRAY, "dtype": str(array.dtype), "shape": list(array.shape), "data": _b64(array.tobytes()),

@@ -32,7 +32,11 @@ def _kind(mode):
 
 
 def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
-    """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well."""
+    """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well.
+
+    ignore: the course's CourseDirectory.ignore (course_ignore), names nbgrader never copies and the kernel never
+    gets (.git, runs/, checkpoints): entries matching them, and all under them, are neither refused nor counted, so
+    the limits apply to what is graded."""
     folder, found, total, count = Path(folder), [], 0, 0
     for root, dirs, files in os.walk(folder):  # never follows links: a linked folder is listed as a name
         for name in sorted(dirs + files):
@@ -55,9 +59,20 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
             else:
                 total += info.st_size
         if count > MAX_ENTRIES or total > MAX_TOTAL_BYTES:
-            found.append((".", f"more than {MAX_ENTRIES} entries or {MAX_TOTAL_BYTES // 2**20} MB in all"))
+            where = str(Path(root).relative_to(folder))
+            left_out = f"; {', '.join(ignore)} not counted" if ignore else ""
+            found.append((where, f"where the submission passed its limits: {count} files and folders and "
+                                 f"{total // 2**20} MB counted so far, over the {MAX_ENTRIES} entries or "
+                                 f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{left_out}"))
             break
     return found
+
+
+def course_ignore(config: Config) -> list[str]:
+    """The course's CourseDirectory.ignore: what nbgrader leaves out when it copies a submission."""
+    from nbgrader.coursedir import CourseDirectory  # seconds to import: see submitted_folder
+
+    return list(CourseDirectory(config=config).ignore)
 
 
 def describe(found: list[tuple[str, str]]) -> str:

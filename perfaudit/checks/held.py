@@ -11,29 +11,53 @@ import numpy as np
 class HeldResult:
     """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its
     values, waits for the grader first (block_until_ready, jax.block_until_ready, np.asarray, jax.device_get,
-    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait."""
+    float(), .item(), printing, indexing, arithmetic); its shape and dtype need no wait.
 
-    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval"})
+    It is a jax.Array, as the result it stands in for (`isinstance(out, jax.Array)` holds): HeldResult(inner, wait)
+    makes an instance of a subclass of both, made on first use (_array_class), so that importing this module
+    never imports JAX. It is no pytree of its own: jax.tree_util keeps it whole, as a leaf."""
 
-    def __init__(self, inner, wait):
-        self._inner, self._wait, self._ready = inner, wait, False
+    _NO_WAIT = frozenset({"shape", "dtype", "ndim", "size", "weak_type", "sharding", "aval", "itemsize", "nbytes",
+                          "committed", "device", "is_fully_addressable", "is_fully_replicated", "__numpy_dtype__"})
+    __hash__ = object.__hash__  # as before it was a jax.Array: a result stays usable as a key
+
+    def __new__(cls, inner, wait, poll=None):
+        return object.__new__(_array_class() if cls is HeldResult else cls)
+
+    def __init__(self, inner, wait, poll=None):
+        """wait(): wait for whoever decides, until the result is let be ready. poll(): ask, never waiting, whether it
+        is ready now (True once it is); None where no one can be asked, and is_ready() then waits."""
+        self._inner, self._wait, self._poll = inner, wait, poll
+        self._ready = self._released = False  # released: a poll said ready, so no wait is asked for after it
 
     def block_until_ready(self):
         if not self._ready:
             if hasattr(self._inner, "block_until_ready"):
                 self._inner.block_until_ready()
-            self._wait()
+            if not self._released:
+                self._wait()
             self._ready = True
         return self
 
     def is_ready(self):
-        """jax.Array.is_ready(): True once the result can be read. Here a result is let be ready only when someone
-        waits for it, so asking waits: a loop that polls is_ready() has waited as block_until_ready() does."""
-        self.block_until_ready()
-        return True
+        """jax.Array.is_ready(): whether the result can be read now, never waiting. Whoever holds the result lets
+        it be ready once its hold has passed since it was first asked, so a loop that polls until True has waited
+        as block_until_ready() does, and one that asks once and goes on has not."""
+        if not self._ready:
+            if self._poll is None:
+                return self.block_until_ready()._ready
+            self._released = self._released or bool(self._poll())
+            self._ready = self._released and bool(getattr(self._inner, "is_ready", lambda: True)())
+        return self._ready
 
     def copy_to_host_async(self):
         """jax.Array.copy_to_host_async(): starts a copy and returns at once; reading the values later waits."""
+
+    def addressable_data(self, index):
+        """jax.Array.addressable_data(i): the data on one device, which needs no wait to hand out; waiting for it
+        or reading it waits for this whole result (the grader holds one result, not its shards)."""
+        inner = self._inner.addressable_data(index) if hasattr(self._inner, "addressable_data") else self._inner
+        return HeldResult(inner, self.block_until_ready, self.is_ready)
 
     def _value(self):
         return self.block_until_ready()._inner
@@ -96,6 +120,34 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(HeldResult, _name, _arithmetic(_name))
 
 
+def _attribute(name):
+    def read(self):
+        return getattr(self._inner if name in self._NO_WAIT else self._value(), name)
+
+    return property(read)
+
+
+_array_classes = []  # the jax.Array subclass, once made
+
+
+def _array_class():
+    """HeldResult made a jax.Array too: every attribute jax.Array has and HeldResult does not is read from the
+    inner result (its values once waited for, as __getattr__ does), never from jax.Array's own, which would find
+    no buffer behind a held result."""
+    if not _array_classes:
+        import jax  # a held result is made where JAX runs (see the class)
+
+        own = {name for klass in HeldResult.__mro__[:-1] for name in vars(klass)}
+        namespace = {}
+        for name, value in vars(jax.Array).items():
+            if name in own or name in ("__doc__", "__module__", "__slots__", "__weakref__", "__hash__"):
+                continue
+            namespace[name] = _attribute(name) if isinstance(value, property) or not callable(value) \
+                else _arithmetic(name)
+        _array_classes.append(type("HeldResult", (HeldResult, jax.Array), namespace))
+    return _array_classes[0]
+
+
 class FreshJit:
     """A new jax.jit of fn, made where fn lives and first called by the caller: its first call traces and compiles,
     whatever ran before. In one process it is made here on first use; handed to a student's kernel it crosses as a
@@ -125,6 +177,7 @@ class SlowFunction:
     def __init__(self, delays_s, wrapped=None, call_delays_s=()):
         self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
         self.waited_s = []  # how long each wait for a result took
+        self._first_polled = {}  # result -> when is_ready() first asked about it (poll_result)
         self.arrived_at, self.released_at = [], []  # each call's arrival, each result's release
 
     @staticmethod
@@ -158,6 +211,20 @@ class SlowFunction:
         self.waited_s.append(released - asked)
         self.released_at.append(released)
 
+    def poll_result(self, asked):
+        """The caller asked at `asked`, never waiting, whether the next result is ready: it is once its delay has
+        passed since the first such ask, and is then let be ready and recorded as a wait from that ask. As in
+        hold_result, with no call pending there is nothing to wait for."""
+        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at):
+            return True
+        first = self._first_polled.setdefault(len(self.released_at), asked)
+        if asked - first < self.delay_s:
+            return False
+        released = time.perf_counter()
+        self.waited_s.append(released - first)
+        self.released_at.append(released)
+        return True
+
     def waited(self, call):
         """Seconds the call-th call certainly took, or None when the student's code never waited for its result (or
         the call never asked). With a delay inside each call: from the call's arrival until its result was let be
@@ -173,4 +240,5 @@ class SlowFunction:
         if self.call_delays_s:
             self.hold_call(time.perf_counter())
         inner = placeholder() if self.wrapped is None else self.wrapped(x)
-        return HeldResult(inner, lambda: self.hold_result(time.perf_counter()))
+        return HeldResult(inner, lambda: self.hold_result(time.perf_counter()),
+                          lambda: self.poll_result(time.perf_counter()))

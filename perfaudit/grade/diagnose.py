@@ -6,6 +6,7 @@ but one copy. Here each gets a sentence the instructor can act on, and only read
 """
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,12 +61,13 @@ def _cell_problems(nb, expected_ids):
     return problems
 
 
-def diagnose(folder: str | Path, expected: dict[str, list[str]]) -> Diagnosis:
-    """Diagnose submitted/<student>/<assignment>/ against {notebook name: grade ids of its graded cells}."""
+def diagnose(folder: str | Path, expected: dict[str, list[str]], ignore: Sequence[str] = ()) -> Diagnosis:
+    """Diagnose submitted/<student>/<assignment>/ against {notebook name: grade ids of its graded cells}; ignore:
+    the course's CourseDirectory.ignore, whose names are neither refused nor counted (submission.problems)."""
     folder = Path(folder)
     found = {p.stem: p for p in folder.glob("*.ipynb")} if folder.is_dir() else {}
     result = Diagnosis()
-    unsafe = submission.problems(folder) if folder.is_dir() else []
+    unsafe = submission.problems(folder, ignore) if folder.is_dir() else []
     if unsafe:  # nothing in it is read: a link could point anywhere, a FIFO would hang the reader
         for name in expected:
             result.add(name, f"not graded: {submission.describe(unsafe)}")

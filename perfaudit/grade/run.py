@@ -251,7 +251,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
                 batch.skipped.append(student)
                 continue
             batch.stale[student] = changed  # graded against another source notebook: graded again
-        found = diagnose.diagnose(work, expected)
+        found = diagnose.diagnose(work, expected, coursedir.ignore)
         refusals.withhold(found, withheld)
         todo[student] = (found, print_)
     for student, withheld in refusals.needs_you(submitted, said, ASSIGNMENT).items():
@@ -382,7 +382,7 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
         student = next(pending, None)
         if student is None:
             return None
-        files = task.submitted_files(writer.submitted_folder(student))
+        files = task.submitted_files(writer.submitted_folder(student), writer.results.coursedir.ignore)
         future = client.submit(task.grade, definition, student, files, jobs[student], settings, options.feedback,
                                key=f"grade-{student}-{run_id}", pure=False)
         futures[future] = student

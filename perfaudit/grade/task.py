@@ -12,13 +12,14 @@ and the client alone writes the course's gradebook and folders (perfaudit/grade/
 service alike).
 """
 
+import fnmatch
 import hashlib
 import os
 import stat
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -52,16 +53,18 @@ def definition(course_dir: str | Path, assignment: str, notebooks: Iterable[str]
             "digest": digest.hexdigest()}
 
 
-def read_tree(folder: str | Path, prefix: str = "") -> dict[str, bytes]:
+def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = ()) -> dict[str, bytes]:
     """{relative path: bytes} of the regular files under folder, each opened without following a link; the rest
-    (links, FIFOs, devices) is left unread."""
+    (links, FIFOs, devices) is left unread, and so are names matching ignore and all under them."""
     found: dict[str, bytes] = {}
     folder = Path(folder)
     if not folder.is_dir():
         return found
     for root, dirs, files in os.walk(folder):  # never follows a linked folder
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not any(fnmatch.fnmatch(d, pattern) for pattern in ignore))
         for name in sorted(files):
+            if any(fnmatch.fnmatch(name, pattern) for pattern in ignore):
+                continue
             path = Path(root) / name
             if not stat.S_ISREG(path.lstat().st_mode):
                 continue  # a link, a FIFO: never read
@@ -76,9 +79,10 @@ def read_tree(folder: str | Path, prefix: str = "") -> dict[str, bytes]:
     return found
 
 
-def submitted_files(folder: str | Path) -> dict[str, bytes]:
-    """The submission's files as bytes, for the task (intake and diagnose have refused anything but regular files)."""
-    return read_tree(folder)
+def submitted_files(folder: str | Path, ignore: Sequence[str] = ()) -> dict[str, bytes]:
+    """The submission's files as bytes, for the task (intake and diagnose have refused anything but regular files);
+    ignore: the course's CourseDirectory.ignore, names nbgrader would not copy (.git, runs/), left behind."""
+    return read_tree(folder, ignore=ignore)
 
 
 def write_tree(files: dict[str, bytes], into: str | Path) -> None:

@@ -56,3 +56,26 @@ def test_a_run_gave_the_workload_of_the_grader_s_own_matrix():
                                          ("x".join(["1"] * 9), ("?",)), ("1234567890x1", ("?",))])
 def test_a_reported_shape_is_a_few_small_ints_or_unknown(text, shape):
     assert instruments._shape(text) == shape
+
+
+def test_results_of_the_grader_s_jit_polled_until_ready_are_held_as_waits():
+    """is_ready() never waits: the grader lets a call's or a run's result be ready once its hold has passed since
+    the first poll, so a loop that polls until True is timed as a wait, with the first call's probe read at once."""
+    import jax
+    import jax.numpy as jnp
+
+    jit = instruments.GraderJit(np.random.default_rng(0))
+    audited = jit(lambda v: jnp.tanh(v @ v))
+    x = jax.device_put(np.eye(16, dtype=np.float32))
+    out = audited(x)
+    call = jit.functions[0].calls[0]
+    assert out.is_ready() is False and call.span_s is None
+    while not out.is_ready():
+        pass
+    assert call.gave_workload and call.span_s >= call.ready_hold_s
+    compiled = audited.trace(x).lower().compile()
+    result = compiled(x)
+    while not result.is_ready():
+        pass
+    run = jit.functions[0].runs[0]
+    assert run.span_s >= run.hold_s and instruments.gave_workload(run.seed, x, run.entries)

@@ -80,6 +80,16 @@ def test_an_array_of_every_dtype_comes_back_with_its_dtype_shape_and_bytes(excha
         assert back.flags.writeable  # a copy of its own, not a view of the message
 
 
+def test_a_zero_dimensional_array_comes_back_zero_dimensional(exchange):
+    """A statistic JAX or NumPy returns as a 0-d array (jnp.median) reads as a scalar in the grader: float() of a
+    1-element 1-d array raises."""
+    import jax.numpy as jnp
+
+    for value in (np.array(0.003, dtype=np.float32), jnp.median(jnp.asarray([0.001, 0.003, 0.005], jnp.float32))):
+        back = exchange.answer(kernel_answers(value), [])
+        assert back.shape == () and float(back) == float(value)
+
+
 def test_a_jax_array_reaches_the_kernel_as_a_jax_array():
     import jax
 

@@ -1,11 +1,16 @@
 """A submission may hold regular files only: anything else is refused with its reason, and never read."""
 
+import io
 import os
 
 import pytest
+from courses import FULL, NB1, make_course
 
+from perfaudit import ASSIGNMENT
 from perfaudit.autograde import submission
+from perfaudit.fixtures import samples
 from perfaudit.grade import diagnose, run
+from perfaudit.instructor import course
 
 EXPECTED = {"01-first-call-vs-steady": ["workload"]}
 
@@ -51,3 +56,65 @@ def test_regular_files_are_staged_and_ignored_names_left_out(tmp_path):
     submission.stage(folder, tmp_path / "staged", ignore=["runs"])
     staged = sorted(str(p.relative_to(tmp_path / "staged")) for p in (tmp_path / "staged").rglob("*"))
     assert staged == ["01-first-call-vs-steady.ipynb", "data", "data/x.txt"]
+
+
+COURSE_IGNORE = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs", ".git"]  # nbgrader_config.py's
+
+
+def _kept_in_git(folder, entries=submission.MAX_ENTRIES + 1):
+    """An honest folder kept in git (more entries under .git than a submission may hold) with a large file in the
+    output folder the notebooks write (runs/), sparse: it reads as over the file limit without taking the space."""
+    for n in range(entries):
+        (folder / ".git" / "objects" / f"{n % 16:02x}").mkdir(parents=True, exist_ok=True)
+        (folder / ".git" / "objects" / f"{n % 16:02x}" / f"object-{n}").write_text("x")
+    (folder / "runs" / "performance-audit").mkdir(parents=True)
+    with open(folder / "runs" / "performance-audit" / "profile.bin", "wb") as handle:
+        handle.truncate(submission.MAX_FILE_BYTES + 1)
+    return folder
+
+
+def test_the_course_s_ignored_names_are_neither_counted_nor_refused(tmp_path):
+    folder = _kept_in_git(_folder(tmp_path))
+    os.symlink("/etc/passwd", folder / "runs" / "link")  # never copied nor staged: nothing reads it
+    assert submission.problems(folder, COURSE_IGNORE) == []
+    reasons = diagnose.diagnose(folder, EXPECTED, COURSE_IGNORE).reasons
+    assert reasons == diagnose.diagnose(_folder(tmp_path / "clean"), EXPECTED).reasons  # as without .git and runs/
+    submission.stage(folder, tmp_path / "staged", COURSE_IGNORE)
+    assert sorted(p.name for p in (tmp_path / "staged").iterdir()) == ["01-first-call-vs-steady.ipynb"]
+    [(where, why)] = submission.problems(folder)  # without the course's list, .git counts and passes the limit
+    assert where.startswith(".git/") and f"over the {submission.MAX_ENTRIES} entries" in why
+    assert "over the" in submission.describe(submission.problems(folder, [".git"]))  # and runs/ holds a large file
+
+
+def test_the_entry_limit_counts_what_is_graded_and_a_refusal_names_the_count_and_the_folder(tmp_path):
+    folder = _folder(tmp_path)
+    (folder / "data").mkdir()
+    for n in range(submission.MAX_ENTRIES - 2):
+        (folder / "data" / f"{n}.txt").write_text("x")
+    assert submission.problems(folder, COURSE_IGNORE) == []  # the notebook, data/ and its files: exactly the limit
+    (folder / "data" / "one-more.txt").write_text("x")
+    [(where, why)] = submission.problems(folder, COURSE_IGNORE)
+    assert where == "data" and f"{submission.MAX_ENTRIES + 1} files and folders" in why and ".git" in why
+
+
+def test_the_course_ignores_git_and_its_output_folder():
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from perfaudit import paths
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(paths.ROOT)).load_config()
+    assert {".git", "runs"} <= set(submission.course_ignore(config))
+
+
+@pytest.mark.slow  # a minute or two: one notebook graded
+@pytest.mark.parametrize("grader", ["plain", "batch"])
+def test_an_honest_folder_kept_in_git_with_a_large_output_file_is_graded(tmp_path, grader):
+    """What the course ignores (.git, runs/) neither counts toward a submission's limits nor refuses it, with plain
+    nbgrader (RefuseUnsafeSubmission) and the batch command (diagnose) alike."""
+    root = make_course(tmp_path / "course")
+    _kept_in_git(samples.write_submission("correct", root / "submitted", stages={1}))
+    if grader == "plain":
+        course.nbgrader("autograde", ASSIGNMENT, "--notebook", NB1, course_dir=root)
+    else:
+        run.run(run.Options(course_dir=root, workers=1, canary=False, progress=False), out=io.StringIO())
+    assert course.scores(root)["correct"][NB1] == (FULL[NB1], FULL[NB1])

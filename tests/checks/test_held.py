@@ -45,6 +45,9 @@ class Inner:
     def __neg__(self):
         return -self.value
 
+    def __getattr__(self, name):  # everything else NumPy's, as a jax.Array has it (sum, T, astype, tolist, ...)
+        return getattr(self.value, name)
+
 
 def _held(value=(1.5, 2.5)):
     waits = []
@@ -117,3 +120,59 @@ def test_a_result_asked_for_before_its_call_is_never_recorded_as_released():
     assert slow.released_at == [] and slow.waited(0) is None
     slow(jnp.eye(2)).block_until_ready()
     assert len(slow.released_at) == len(slow.arrived_at) == 1 and slow.waited(0) >= 0.02
+
+
+def test_a_held_result_is_a_jax_array_and_a_leaf():
+    """Honest code guards its wait with isinstance(out, jax.Array): a held result must pass it, and stay whole in
+    jax.tree_util (a stage that looks for held results among the leaves finds it)."""
+    result, _, waits = _held()
+    assert isinstance(result, jax.Array) and isinstance(result, held.HeldResult)
+    assert jax.tree_util.tree_leaves([result, {"a": result}]) == [result, result]
+    assert (result.shape, result.dtype, result.ndim, result.size) == ((2,), np.float32, 1, 2) and waits == []
+
+
+@pytest.mark.parametrize("read", [
+    lambda r: r.addressable_data(0).block_until_ready(), lambda r: np.asarray(r.addressable_data(0)),
+    lambda r: jax.block_until_ready(r.addressable_data(0)), lambda r: jax.device_get(r), lambda r: r.sum(),
+    lambda r: r.T, lambda r: r.astype(np.int32), lambda r: r.tolist()])
+def test_a_wait_through_jax_array_s_methods_waits_for_the_grader_once(read):
+    result, inner, waits = _held()
+    read(result)
+    read(result)
+    assert len(waits) == 1 and inner.blocked >= 1  # one device's data waits on the same array as the whole
+
+
+def test_addressable_data_waits_only_when_used():
+    """jax.Array.addressable_data(i) hands out one device's data without waiting: only waiting for it, or reading
+    it, waits for the whole held result."""
+    result, inner, waits = _held()
+    shard = result.addressable_data(0)
+    assert isinstance(shard, jax.Array) and waits == [] and inner.blocked == 0
+    assert float(np.asarray(shard)[1]) == 2.5 and len(waits) == 1
+    result = held.HeldResult(jnp.arange(3.0), lambda: waits.append(0))
+    assert np.asarray(result.addressable_data(0)).tolist() == [0.0, 1.0, 2.0] and len(waits) == 2
+
+
+def test_is_ready_never_waits_and_polling_until_true_waits_as_block_until_ready_does():
+    slow = held.SlowFunction([0.03])
+    out = slow(None)
+    assert out.is_ready() is False and slow.waited(0) is None  # asked once and gone on: not waited for
+    while not out.is_ready():
+        pass
+    assert slow.waited(0) >= 0.03 and out.is_ready() and len(slow.released_at) == 1
+    out.block_until_ready()
+    out.addressable_data(0).block_until_ready()
+    assert len(slow.released_at) == 1  # released by the poll: no other wait asked for
+
+
+def test_a_shard_polls_through_its_result():
+    slow = held.SlowFunction([0.02])
+    shard = slow(None).addressable_data(0)
+    while not shard.is_ready():
+        pass
+    assert slow.waited(0) >= 0.02 and len(slow.released_at) == 1
+
+
+def test_with_no_one_to_ask_is_ready_waits():
+    result, inner, waits = _held()
+    assert result.is_ready() and len(waits) == 1 and inner.blocked == 1

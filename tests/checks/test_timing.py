@@ -34,8 +34,15 @@ def test_time_call_probe_tells_synchronized_from_unsynchronized():
         fn(x)
         return time.perf_counter() - start
 
+    def converts_its_input(fn, x):
+        x = jnp.asarray(x)  # the check hands in a real input, as the notebook's calls do
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return time.perf_counter() - start
+
     checks.check_time_call(synchronized)
     checks.check_time_call(via_jax)
+    checks.check_time_call(converts_its_input)
     with pytest.raises(AssertionError, match="block_until_ready"):
         checks.check_time_call(unsynchronized)
 
@@ -78,6 +85,24 @@ def test_summarize_check():
     hidden.check_summarize(summarize, np.random.default_rng(1).exponential(1e-4, size=37))
     with pytest.raises(AssertionError, match="iqr_s"):
         checks.check_summarize(lambda s: {**summarize(s), "iqr_s": max(s) - min(s)})
+
+
+def test_a_summary_in_float32_passes_and_another_statistic_still_fails():
+    """float32 statistics round 0.003 to 0.003000000026: within the tolerance; a percentile by another method is not."""
+    def in_float32(samples):
+        samples = jnp.asarray(samples, dtype=jnp.float32)
+        q1, q3 = jnp.percentile(samples, jnp.array([25.0, 75.0]))
+        return {"median_s": jnp.median(samples), "min_s": samples.min(), "max_s": samples.max(), "iqr_s": q3 - q1}
+
+    def nearest(samples):
+        q1, q3 = np.percentile(samples, [25, 75], method="nearest")
+        return {**in_float32(samples), "iqr_s": q3 - q1}
+
+    samples = np.random.default_rng(1).exponential(1e-4, size=38)  # quartiles between samples: methods differ
+    checks.check_summarize(in_float32)
+    hidden.check_summarize(in_float32, samples)
+    with pytest.raises(AssertionError, match="iqr_s"):
+        hidden.check_summarize(nearest, samples)
 
 
 @pytest.mark.parametrize("seconds, message", [
