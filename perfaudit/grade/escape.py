@@ -46,18 +46,29 @@ def control_free(text: object) -> str:
     return "".join(char if char in KEPT or char.isprintable() else _shown(char) for char in text)
 
 
+CONTINUED = "\n    | "  # how a log record's later lines start: never as one of the tool's own lines does
+
+
+def log_lines(text: object) -> str:
+    """A log record's text control_free, each line after the first marked as its continuation (CONTINUED): a
+    newline in a student's grade_id or error message cannot start a line that reads as the tool's own
+    ("[AutogradeApp | INFO] ...")."""
+    return control_free(text).replace("\n", CONTINUED)
+
+
 class EscapeControlCharacters(logging.Filter):
     """A handler's filter that passes every record with its final message (msg % args) and its traceback's text
-    control_free: what the handler prints holds no escape code, whoever logged it and whatever they logged."""
+    as log_lines: what the handler prints holds no escape code and no line a student started, whoever logged it
+    and whatever they logged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = control_free(record.getMessage()), ()
+        record.msg, record.args = log_lines(record.getMessage()), ()
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = control_free(record.exc_text)
+            record.exc_text = log_lines(record.exc_text)
         if record.stack_info:
-            record.stack_info = control_free(record.stack_info)
+            record.stack_info = log_lines(record.stack_info)
         return True
 
 

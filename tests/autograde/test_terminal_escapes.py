@@ -40,6 +40,12 @@ def test_the_filter_escapes_the_formatted_message_and_the_traceback():
     printed = logging.Formatter().format(record)
     assert "\x1b" not in printed and "\r" not in printed
     assert f"cell 'id': {SHOWN}" in printed and f"ValueError: raised {SHOWN}" in printed
+    # A newline a student wrote starts no line of its own: every later line reads as the record's continuation.
+    forged = logging.LogRecord("x", logging.WARNING, __file__, 1, "Cell '%s' does not exist",
+                               ("note\n[AutogradeApp | INFO] Autograding finished",), None)
+    assert EscapeControlCharacters().filter(forged)
+    lines = logging.Formatter().format(forged).splitlines()
+    assert lines == ["Cell 'note", "    | [AutogradeApp | INFO] Autograding finished' does not exist"]
 
 
 def test_plain_nbgrader_autograde_prints_no_students_escape_code(tmp_path):
@@ -49,7 +55,8 @@ def test_plain_nbgrader_autograde_prints_no_students_escape_code(tmp_path):
     hostile = samples.write_submission("untouched", root / "submitted", stages=[2])
     nb = nbformat.read(hostile / notebook, as_version=4)
     nb.cells.append(nbformat.v4.new_markdown_cell("mine", metadata={"nbgrader": {
-        "grade_id": f"forged{ESC}", "grade": False, "solution": False, "locked": False, "schema_version": 3}}))
+        "grade_id": f"forged{ESC}\n[AutogradeApp | INFO] forged", "grade": False, "solution": False, "locked": False,
+        "schema_version": 3}}))
     nbformat.write(nb, hostile / notebook)
     shutil.copy(hostile / notebook, hostile / f"{NB2}{ESC}.ipynb")
     (hostile / "jax.py").write_text(f"raise ImportError({f'not jax {ESC}'!r})\n")  # the setup cell fails with it
@@ -62,7 +69,10 @@ def test_plain_nbgrader_autograde_prints_no_students_escape_code(tmp_path):
                           cwd=root, env=env, capture_output=True, text=True)
     said = done.stdout + done.stderr
     assert "\x1b" not in said and "\x9b" not in said and "\x07" not in said, said
-    assert f"Cell 'forged{SHOWN}' does not exist in the database" in said, said
+    assert f"Cell 'forged{SHOWN}\n" in said, said
+    # the student's newline starts no line of the tool's: the line after it reads as the record's continuation
+    [continued] = [line for line in said.splitlines() if line.endswith("forged' does not exist in the database")]
+    assert continued.lstrip().startswith("| [AutogradeApp | INFO] forged"), continued
     assert f"Skipping unknown notebook: {hostile / NB2}{SHOWN}.ipynb" in said, said
     assert f"(ImportError: not jax {SHOWN}), but the instructor's solution does not: graded as submitted" in said, said
     assert f"'notes{SHOWN}.txt' is a symbolic link" in said, said
