@@ -113,6 +113,10 @@ def probes(tmp_path_factory):
         "    for pid in children:\n        os.kill(pid, 9)\n        os.waitpid(pid, 0)",
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
+        "kernel_folder": "import json\nfound = {}\nfor what, path, mode in (('append', "
+        f"'{sandbox.KERNEL_DIR}/kernel-inside.json', 'a'), ('create', '{sandbox.KERNEL_DIR}/new.bin', 'w')):\n"
+        "    try:\n        open(path, mode).write('x' * 2**20)\n        found[what] = 'written'\n"
+        "    except OSError as e:\n        found[what] = type(e).__name__\nprint(json.dumps(found))",
         "answers": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'instructor')!r}))",
         "fixtures": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'fixtures')!r}))",
     }
@@ -184,6 +188,18 @@ def test_the_kernel_works_in_a_scratch_copy_that_the_grader_never_opens(probes):
     if os.geteuid() == 0:  # root's kernel runs as an unprivileged uid of its own, one per kernel started
         assert int(results["uid"]) != os.geteuid()
         assert sandbox.sandbox_uid(0) <= int(results["uid"]) < sandbox.sandbox_uid(0) + 256
+
+
+@needs_bubblewrap
+def test_the_kernels_own_folder_takes_no_writes_once_it_answered(probes):
+    """/run/kernel is the grader's folder on its own disk, outside the scratch's size cap: once the kernel answered,
+    nothing there is the student's to write, the connection file it read included."""
+    results, _, _ = probes
+    found = json.loads(results["kernel_folder"])
+    if os.geteuid() == 0:  # the kernel runs as a uid of its own, and the folder and file are given back to root
+        assert found == {"append": "PermissionError", "create": "PermissionError"}, found
+    else:  # without root the kernel is this account, which owns both: the size cap is what holds
+        assert set(found) == {"append", "create"}
 
 
 def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
