@@ -265,6 +265,7 @@ def test_the_course_commands_run_as_written(tmp_path):
         assert str(gradebook.find_assignment(ASSIGNMENT).duedate) == "2025-03-10 12:00:00"
     _run(exchange, tmp_path)
     assert (tmp_path / "exchange").is_dir()
-    assert _run(status, tmp_path).splitlines()[:2] == [
+    assert _run(status, tmp_path).splitlines()[:3] == [
         f"ledger: {tmp_path / 'gradebook.db.serve.json'}",
+        f"log: {tmp_path / 'autograded' / '.batch-grading' / 'serve.log'}",
         "submissions: queued 0, grading 0, graded 0, limited 0, failed 0, refused 0"]

@@ -305,9 +305,11 @@ os._exit(0)
 """
 
 
-def service_ports():
-    """The loopback ports the grading service (python -m perfaudit.serve) and the processes it started listen on."""
-    [served] = [p for p in psutil.process_iter(["cmdline"]) if "perfaudit.serve" in (p.info["cmdline"] or [])]
+def service_ports(course_dir):
+    """The loopback ports the hub's grading service (python -m perfaudit.serve --course-dir course_dir) and the
+    processes it started listen on; other tests' services may run beside it."""
+    [served] = [p for p in psutil.process_iter(["cmdline"])
+                if {"perfaudit.serve", str(course_dir)} <= set(p.info["cmdline"] or [])]
     ports = set()
     for process in [served, *served.children(recursive=True)]:
         try:
@@ -317,8 +319,8 @@ def service_ports():
     return sorted(ports)
 
 
-def cannot_reach_the_graders_cluster(reader, python):
-    ports = service_ports()
+def cannot_reach_the_graders_cluster(reader, python, course_dir):
+    ports = service_ports(course_dir)
     assert ports, "the grading service listens nowhere: nothing was tried"
     done = as_account(reader, "env", "HOME=/tmp", str(python), "-c", DASK_ATTACK, json.dumps(ports))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -354,7 +356,7 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         cannot_list_the_exchange(second, hub["exchange"])
         # ... in the course directory, and through the grading service's Dask cluster (the course owner's rights).
         cannot_read_the_course(second, hub["course"])
-        cannot_reach_the_graders_cluster(second, hub["python"])
+        cannot_reach_the_graders_cluster(second, hub["python"], hub["course"])
         assert exchange.loosened(hub["exchange"].parent, hub["course_id"]) == []
         assert submission.owner() == first  # the service's per-student limit counts the hub account that submitted
 
