@@ -31,6 +31,12 @@ def _kind(mode):
     return "not a regular file"
 
 
+def ignored(name: str, ignore: Sequence[str]) -> bool:
+    """Whether an entry's name matches one of the course's ignore patterns (CourseDirectory.ignore), as nbgrader
+    matches them when it copies a submission."""
+    return any(fnmatch.fnmatch(name, pattern) for pattern in ignore)
+
+
 def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
     """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well.
 
@@ -42,7 +48,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
-            if any(fnmatch.fnmatch(name, pattern) for pattern in ignore):
+            if ignored(name, ignore):
                 if name in dirs:
                     dirs.remove(name)
                 continue
@@ -89,9 +95,9 @@ def stage(folder: str | Path, into: str | Path, ignore: Sequence[str] = ()) -> N
         raise UnsafeSubmission(describe(found))
     folder, into = Path(folder), Path(into)
     for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not any(fnmatch.fnmatch(d, p) for p in ignore)]
+        dirs[:] = [d for d in dirs if not ignored(d, ignore)]
         for name in files:
-            if any(fnmatch.fnmatch(name, p) for p in ignore):
+            if ignored(name, ignore):
                 continue
             source = Path(root) / name
             target = into / source.relative_to(folder)

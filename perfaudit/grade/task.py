@@ -12,7 +12,6 @@ and the client alone writes the course's gradebook and folders (perfaudit/grade/
 service alike).
 """
 
-import fnmatch
 import hashlib
 import os
 import stat
@@ -61,9 +60,9 @@ def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = ()) 
     if not folder.is_dir():
         return found
     for root, dirs, files in os.walk(folder):  # never follows a linked folder
-        dirs[:] = sorted(d for d in dirs if not any(fnmatch.fnmatch(d, pattern) for pattern in ignore))
+        dirs[:] = sorted(d for d in dirs if not submission.ignored(d, ignore))
         for name in sorted(files):
-            if any(fnmatch.fnmatch(name, pattern) for pattern in ignore):
+            if submission.ignored(name, ignore):
                 continue
             path = Path(root) / name
             if not stat.S_ISREG(path.lstat().st_mode):

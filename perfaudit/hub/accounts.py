@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from perfaudit.hub import settings
+from perfaudit.hub import exchange, settings
 
 ROLES = ("student", "instructor")
 ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
@@ -102,8 +102,7 @@ def save_passwords(created, hub):
     """Append the new accounts' first passwords to <state>/passwords.txt, readable by root alone."""
     hub.state.mkdir(parents=True, exist_ok=True)
     path = hub.state / "passwords.txt"
-    path.touch(mode=0o600)
-    path.chmod(0o600)
+    exchange.keep_private(path)
     with open(path, "a") as out:
         out.writelines(f"{name} {password}\n" for name, password in created.items())
     return path
