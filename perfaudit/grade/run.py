@@ -15,7 +15,7 @@ import tempfile
 import uuid
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -98,10 +98,19 @@ class Progress:
         sys.stderr.flush()
 
 
-def fingerprint(folder: str | Path) -> str:
-    """A digest of the submitted files; entries that are not regular files count by name and kind, never read."""
+def fingerprint(folder: str | Path, ignore: Sequence[str] = ()) -> str:
+    """A digest of the submitted files; entries that are not regular files count by name and kind, never read.
+
+    ignore: the course's CourseDirectory.ignore: names matching it, and all under them, are left out as nbgrader
+    leaves them out of what it grades (a commit in .git, a new file in runs/ regrades no one). Walked and ordered
+    as before they were left out, so a folder holding none of them keeps the digest it had: an upgrade regrades
+    no one either."""
     digest = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(folder)):  # os.walk never follows a linked folder
+    walked = []
+    for root, dirs, files in os.walk(folder):  # never follows a linked folder
+        dirs[:] = [name for name in dirs if not submission.ignored(name, ignore)]  # not walked into
+        walked.append((root, dirs, [name for name in files if not submission.ignored(name, ignore)]))
+    for root, dirs, files in sorted(walked):
         for name in sorted(dirs + files):
             path = Path(root) / name
             info = path.lstat()
@@ -243,7 +252,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         withheld = refusals.unresolved(work, said.get(student))  # refused at intake: never a score
         if withheld:
             batch.needs_you[student] = withheld
-        print_ = fingerprint(work) if work.is_dir() else "no assignment folder"
+        print_ = fingerprint(work, coursedir.ignore) if work.is_dir() else "no assignment folder"
         record = state.record(student)
         if not options.regrade and student in known and record and record.get("fingerprint") == print_:
             changed = changed_since(record, against)

@@ -6,10 +6,10 @@ import os
 import pytest
 from courses import FULL, NB1, make_course
 
-from perfaudit import ASSIGNMENT
+from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde import submission
 from perfaudit.fixtures import samples
-from perfaudit.grade import diagnose, run
+from perfaudit.grade import diagnose, run, worker
 from perfaudit.instructor import course
 
 EXPECTED = {"01-first-call-vs-steady": ["workload"]}
@@ -118,3 +118,47 @@ def test_an_honest_folder_kept_in_git_with_a_large_output_file_is_graded(tmp_pat
     else:
         run.run(run.Options(course_dir=root, workers=1, canary=False, progress=False), out=io.StringIO())
     assert course.scores(root)["correct"][NB1] == (FULL[NB1], FULL[NB1])
+
+
+IGNORED = submission.course_ignore(worker.course_config(paths.ROOT))  # the course's: .git, runs, __pycache__, ...
+
+
+def _tree_without_ignored_names(folder):
+    """Nested folders, bytes of every value, a link: a submission the fingerprint digested before it left ignored
+    names out, every mode set so the digest is this machine's and any other's."""
+    folder.mkdir(parents=True)
+    (folder / "01-first-call-vs-steady.ipynb").write_text('{"cells": [], "nbformat": 4}')
+    (folder / "data" / "deeper").mkdir(parents=True)
+    (folder / "data" / "x.txt").write_text("x")
+    (folder / "data" / "deeper" / "y.bin").write_bytes(bytes(range(256)))
+    (folder / "a-link").symlink_to("data/x.txt")
+    for path in [folder, *folder.rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    return folder
+
+
+# run.fingerprint of that tree as the batch computed it before ignored names were left out: the batch skips a
+# student whose fingerprint it kept, so a digest that changed would regrade the whole class at the upgrade.
+DIGEST_BEFORE = "0aa4c7cbe9ed53c6933d4a11928eb501a62d014d16be98fd85e7601dc04dbe7e"
+
+
+def test_the_fingerprint_keeps_its_digest_where_nothing_is_ignored(tmp_path):
+    folder = _tree_without_ignored_names(tmp_path / "someone" / ASSIGNMENT)
+    assert run.fingerprint(folder) == run.fingerprint(folder, IGNORED) == DIGEST_BEFORE
+
+
+def test_the_fingerprint_leaves_out_what_the_course_ignores_at_any_depth(tmp_path):
+    folder = _tree_without_ignored_names(tmp_path / "someone" / ASSIGNMENT)
+    (folder / ".git" / "objects").mkdir(parents=True)
+    (folder / ".git" / "objects" / "ab").write_text("a commit")
+    (folder / "runs").mkdir()
+    (folder / "runs" / "report.json").write_text("{}")
+    (folder / "data" / "__pycache__").mkdir()
+    (folder / "data" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0")
+    (folder / "data" / "runs").write_text("a file named as an ignored folder, deeper")
+    (folder / "data" / "deeper" / ".git").symlink_to("/etc")  # a link under an ignored name: not even its kind
+    assert run.fingerprint(folder, IGNORED) == DIGEST_BEFORE
+    assert run.fingerprint(folder) != DIGEST_BEFORE  # without the list: every entry counts, as it did
+    (folder / "data" / "x.txt").write_text("y")  # a graded file changed: the digest does
+    assert run.fingerprint(folder, IGNORED) != DIGEST_BEFORE
