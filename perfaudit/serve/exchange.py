@@ -12,7 +12,7 @@ so the student never fetches half a page.
 
 import os
 import pwd
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -72,17 +72,20 @@ def secret(path: str | Path) -> str:
     return os.fdopen(os.open(Path(path) / SECRET, os.O_RDONLY | os.O_NOFOLLOW)).read()
 
 
-def unsafe(path: str | Path) -> str | None:
-    """Why the submission's folder is not read (a link, a FIFO, too big), or None."""
-    found = submission.problems(path)
+def unsafe(path: str | Path, ignore: Sequence[str] = ()) -> str | None:
+    """Why the submission's folder is not read (a link, a FIFO, too big), or None. ignore: the course's
+    CourseDirectory.ignore (.git, runs/): entries matching it are neither counted nor refused, as plain nbgrader's
+    refusal and the batch's diagnosis leave them (nbgrader's own submit leaves most of them out already)."""
+    found = submission.problems(path, ignore)
     return submission.describe(found) if found else None
 
 
-def collect(path: str | Path, submitted_folder: str | Path) -> None:
-    """Replace submitted/<student>/<assignment>/ with this submission's regular files, byte for byte."""
+def collect(path: str | Path, submitted_folder: str | Path, ignore: Sequence[str] = ()) -> None:
+    """Replace submitted/<student>/<assignment>/ with this submission's regular files, byte for byte; names
+    matching ignore, and all under them, are not copied (nbgrader's collect leaves them out too)."""
     worker.remove_tree(submitted_folder)
     Path(submitted_folder).mkdir(parents=True)
-    task.write_tree(task.read_tree(path), submitted_folder)
+    task.write_tree(task.read_tree(path, ignore=ignore), submitted_folder)
 
 
 def release(course: str | Path, submission_secret: str, notebook: str, page: bytes) -> Path:

@@ -117,7 +117,7 @@ class Service:
             record = {"student": student, "seen_at": now, "submitted_at_s": submitted_at, "status": "queued",
                       "gradings": 0}
             claimed_by = exchange.owner(self.inbound(name))
-            unsafe = exchange.unsafe(self.inbound(name))
+            unsafe = exchange.unsafe(self.inbound(name), self.coursedir.ignore)
             if self.limits.check_owner and claimed_by != student:
                 record.update(decision="refuse", status="refused", message=f"submitted under the name {student} by "
                               f"the account {claimed_by} (the exchange's owner check): not collected")
@@ -171,19 +171,19 @@ class Service:
     def collect(self, name: str) -> tuple[str, Path]:
         student = self.ledger.submissions[name]["student"]
         submitted = self.folder(self.coursedir.submitted_directory, student)
-        exchange.collect(self.inbound(name), submitted)
+        exchange.collect(self.inbound(name), submitted, self.coursedir.ignore)
         return student, submitted
 
     def start(self, client: Client, definition: Future, name: str) -> None:
         student, submitted = self.collect(name)
-        found = diagnose.diagnose(submitted, self.expected)
+        found = diagnose.diagnose(submitted, self.expected, self.coursedir.ignore)
         if not found.gradable:
-            self.write(name, found, run.fingerprint(submitted), None)
+            self.write(name, found, run.fingerprint(submitted, self.coursedir.ignore), None)
             return
-        files = task.submitted_files(submitted)
+        files = task.submitted_files(submitted, self.coursedir.ignore)
         future = client.submit(task.grade, definition, student, files, found.gradable, self.settings, True,
                                key=f"serve-{student}-{uuid.uuid4().hex[:8]}", pure=False)
-        self.in_flight[future] = (name, time.monotonic(), found, run.fingerprint(submitted))
+        self.in_flight[future] = (name, time.monotonic(), found, run.fingerprint(submitted, self.coursedir.ignore))
         self.ledger.update(name, status="grading", started_at=time.time())
         log(self.out, f"grading {name}")
 

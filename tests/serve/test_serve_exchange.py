@@ -2,6 +2,7 @@
 
 import getpass
 import os
+import shutil
 from datetime import datetime
 
 import pytest
@@ -9,6 +10,9 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import notebook_hash
 from traitlets.config import Config
 
+from perfaudit import paths
+from perfaudit.autograde import submission
+from perfaudit.grade import run, task, worker
 from perfaudit.serve import exchange
 
 A = "performance-audit"
@@ -88,3 +92,40 @@ def test_a_page_is_released_where_fetch_feedback_looks_for_it(tmp_path):
     assert oct(target.stat().st_mode & 0o777) == "0o644" and oct(target.parent.stat().st_mode & 0o777) == "0o711"
     assert exchange.release(course, "s3cret", "01-timing", b"again") == target and target.read_bytes() == b"again"
     assert os.listdir(target.parent) == [target.name]  # no temporary file left
+
+
+IGNORED = submission.course_ignore(worker.course_config(paths.ROOT))  # the course's: .git, runs, __pycache__, ...
+
+
+def test_what_the_course_ignores_is_neither_counted_nor_refused_nor_collected(tmp_path, monkeypatch):
+    """As plain nbgrader's refusal, the batch's diagnosis and nbgrader's own collect treat them: a folder kept in
+    git (its objects hard-linked by a local clone, more entries than a submission may hold), a large file in the
+    course's runs/, a link and a FIFO under ignored names, at the top and deeper."""
+    monkeypatch.setattr(submission, "MAX_FILE_BYTES", 1000)
+    folder = _submitted(tmp_path / "inbound", "ada")
+    objects = folder / ".git" / "objects"
+    objects.mkdir(parents=True)
+    for n in range(submission.MAX_ENTRIES + 1):
+        (objects / f"{n:04x}").write_text("an object")
+    os.link(objects / "0000", objects / "linked")
+    (folder / "runs").mkdir()
+    (folder / "runs" / "trace.bin").write_bytes(bytes(2000))
+    (folder / "evidence" / "runs").mkdir(parents=True)
+    (folder / "evidence" / "runs" / "old.bin").write_bytes(bytes(2000))
+    (folder / "evidence" / "report.json").write_text("{}")
+    (folder / "evidence" / ".git").symlink_to("/etc")
+    os.mkfifo(folder / "evidence" / "__pycache__")
+    assert exchange.unsafe(folder, IGNORED) is None
+    refused = exchange.unsafe(folder)  # without the list, each of them is refused, as it was
+    assert "'.git/objects/linked' is a hard link" in refused and "over the 1000 entries" in refused
+    shutil.rmtree(folder / ".git")
+    refused = exchange.unsafe(folder)
+    assert "'evidence/.git' is a symbolic link" in refused and "'evidence/__pycache__' is a FIFO" in refused
+    assert exchange.unsafe(folder, IGNORED) is None
+    target = tmp_path / "submitted" / "ada" / A
+    exchange.collect(folder, target, IGNORED)
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == [
+        "01-timing.ipynb", "evidence", "evidence/report.json", exchange.SECRET]
+    # what the service grades and keeps the fingerprint of is what it collected
+    assert task.submitted_files(target, IGNORED) == task.submitted_files(folder, IGNORED)
+    assert run.fingerprint(target, IGNORED) == run.fingerprint(folder, IGNORED)

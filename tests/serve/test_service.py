@@ -4,7 +4,12 @@ import io
 import re
 from types import SimpleNamespace
 
-from perfaudit.serve import service
+from nbgrader.coursedir import CourseDirectory
+
+from perfaudit import paths
+from perfaudit.autograde import submission
+from perfaudit.grade import worker
+from perfaudit.serve import exchange, service
 from perfaudit.serve.ledger import Ledger
 from perfaudit.serve.service import Service
 from perfaudit.serve.settings import GradingService
@@ -66,3 +71,30 @@ def test_each_log_line_starts_with_the_time():
     out = io.StringIO()
     service.log(out, "graded ada")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d graded ada\n", out.getvalue())
+
+
+def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ignores(tmp_path):
+    """A folder kept in git (more entries than a submission may hold) and a link under runs/: graded, and neither
+    reaches submitted/, as under plain nbgrader and the batch."""
+    config = worker.course_config(paths.ROOT)
+    config.CourseDirectory.root = str(tmp_path / "course")
+    stand_in = SimpleNamespace(exchange=tmp_path / "exchange", ledger=Ledger(tmp_path / "ledger.json"),
+                               limits=GradingService(check_owner=False), out=io.StringIO(),
+                               coursedir=CourseDirectory(config=config), due=lambda: None)
+    for method in ("inbound", "decide", "folder", "collect"):
+        setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
+    for student, ignored in (("ada", ".git/objects"), ("bob", "evidence/.git/objects")):
+        folder = stand_in.inbound(f"{student}+performance-audit+2026-01-01 10:00:00.000000 UTC+r1")
+        (folder / ignored).mkdir(parents=True)
+        for n in range(submission.MAX_ENTRIES + 1):
+            (folder / ignored / f"{n:04x}").write_text("an object")
+        (folder / "runs").mkdir()
+        (folder / "runs" / "latest").symlink_to("/etc")
+        (folder / "01-first-call-vs-steady.ipynb").write_text("{}")
+        (folder / exchange.SECRET).write_text("s3cret")
+    Service.notice(stand_in)
+    assert {r["student"]: r["decision"] for r in stand_in.ledger.submissions.values()} == {"ada": "grade",
+                                                                                          "bob": "grade"}
+    for name in stand_in.ledger.submissions:
+        student, submitted = stand_in.collect(name)
+        assert sorted(p.name for p in submitted.rglob("*")) == ["01-first-call-vs-steady.ipynb", exchange.SECRET]
