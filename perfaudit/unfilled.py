@@ -5,8 +5,11 @@ perfaudit/checks.py, so a plain traceback walks through the course's code and na
 Imported with the checks (the setup cell), this makes IPython (JupyterLab, Validate, the checker's kernels) print
 one line before that traceback, naming the function whose cell still holds the stub. A check's failure
 (an AssertionError raised in perfaudit/checks/) shows as the student's lines and the check's whole message, wrapped
-to fit Validate's terminal lines, without the check's own frames. Other errors are untouched.
+to fit Validate's terminal lines, without the check's own frames. JAX's refusal of a result a check held back,
+passed into a JAX function, leads with what to do instead (perfaudit/checks/held.py). Other errors are untouched.
 """
+
+import textwrap
 
 STUB_MESSAGE = "Fill in this cell"  # the start of the stub's message (nbgrader_config.py, ClearSolutions.code_stub)
 
@@ -28,7 +31,7 @@ def lead_line(tb):
 def _show(shell, etype, value, tb, tb_offset=None):
     # not at the top: perfaudit.checks imports this module and calls install() while it loads (a circle through
     # the package's __init__)
-    from perfaudit.checks import failure
+    from perfaudit.checks import failure, held
 
     if issubclass(etype, AssertionError) and failure.raised_by_a_check(tb):  # a check's message, not its code
         stb = failure.student_traceback(value, tb)
@@ -37,6 +40,8 @@ def _show(shell, etype, value, tb, tb_offset=None):
     stb = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     if str(value).startswith(STUB_MESSAGE):
         stb = [lead_line(tb), *stb]
+    elif issubclass(etype, ValueError) and held.refused_by_jax(value):  # a check's held result passed into JAX
+        stb = [*textwrap.wrap(held.PASSED_INTO_JAX, failure.LINE_CHARS), *stb]
     shell._showtraceback(etype, value, stb)  # the hook IPython's frontends (ipykernel) publish errors through
     return stb
 
@@ -48,4 +53,4 @@ def install():
 
     shell = get_ipython()
     if shell is not None and not shell.custom_exceptions:  # never replace a handler someone else set
-        shell.set_custom_exc((NotImplementedError, AssertionError), _show)
+        shell.set_custom_exc((NotImplementedError, AssertionError, ValueError), _show)

@@ -56,3 +56,32 @@ def test_validate_shows_a_failed_check_s_whole_message_and_no_frame_of_the_check
     assert "...\n" not in out, "no line is cut"
     assert words in " ".join(line.strip() for line in out.splitlines()), out
     assert check in out
+
+
+def test_jax_s_refusal_of_a_held_result_leads_with_what_to_do():
+    """A check's held result passed straight into a JAX function: IPython shows what to do before JAX's traceback,
+    every line short enough for Validate's terminal; any other ValueError shows as it always did."""
+    from perfaudit import unfilled
+    from perfaudit.checks import failure, held
+
+    class Shell:
+        class InteractiveTB:
+            @staticmethod
+            def structured_traceback(etype, value, tb, tb_offset=None):
+                return [f"{etype.__name__}: {value}"]
+
+        def _showtraceback(self, etype, value, stb):
+            self.shown = stb
+
+    def raised(error):
+        try:
+            raise error
+        except ValueError as caught:
+            return caught.__traceback__
+
+    shell, refusal = Shell(), ValueError(f"{held.JAX_REFUSAL} is no longer supported.")
+    stb = unfilled._show(shell, ValueError, refusal, raised(refusal))
+    assert " ".join(stb[:-1]) == held.PASSED_INTO_JAX and stb[-1] == f"ValueError: {refusal}"
+    assert all(len(line) <= failure.LINE_CHARS for line in stb[:-1])
+    other = ValueError("another")
+    assert unfilled._show(shell, ValueError, other, raised(other)) == ["ValueError: another"]

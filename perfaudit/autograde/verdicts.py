@@ -33,6 +33,7 @@ from nbgrader import utils
 import perfaudit
 from perfaudit.autograde import made_up
 from perfaudit.autograde.channel import KernelChannel, KernelGone, RaisedInKernel, ReadLater, StudentError
+from perfaudit.checks import held
 
 MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
@@ -294,7 +295,9 @@ def run_test(source: str, namespace: StudentNamespace, unfilled: Sequence[str] =
     except KernelGone:
         raise
     except RaisedInKernel as error:
-        failure = error_output(error.kind if error.kind in SHOWN_TYPES else "Exception", RAISED)
+        # JAX's own refusal of a held result: a fixed text, which says what to do (a forged one gets the same text)
+        said = f"{RAISED} {held.PASSED_INTO_JAX}" if held.refused_by_jax(error) else RAISED
+        failure = error_output(error.kind if error.kind in SHOWN_TYPES else "Exception", said)
     except StudentError as error:
         failure = error_output(error.kind, f"in your code: {error}")
     except AssertionError as error:

@@ -7,6 +7,20 @@ import time
 
 import numpy as np
 
+# JAX refuses an object that converts to an array only through __jax_array__ wherever it abstractifies an argument
+# (jax.jit, and jax.numpy's functions, which are jitted); the hooks that would let a held result through are JAX's
+# internals (docs/grading-security.md). Its refusal starts with JAX_REFUSAL; the student is told what to do instead,
+# in their own run (perfaudit/unfilled.py) and in a graded notebook (perfaudit/autograde/verdicts.py).
+JAX_REFUSAL = "Triggering __jax_array__() during abstractification"
+PASSED_INTO_JAX = ("A result the course's check held back (a jax.Array that stands in for a jitted call's result) "
+                   "went straight into jax.jit or a jax.numpy function, which JAX refuses: wait with "
+                   "out.block_until_ready(), or read it with np.asarray(out) or jax.device_get(out), and pass that.")
+
+
+def refused_by_jax(message):
+    """Whether an error's message is JAX's refusal of a held result passed into a JAX function."""
+    return JAX_REFUSAL in str(message)
+
 
 class HeldResult:
     """A jitted call's result whose readiness the grader decides: every way of waiting for it, or of reading its

@@ -89,6 +89,12 @@ def test_an_error_the_student_s_code_raised_in_a_test_shows_its_type_never_its_m
     [failure] = verdicts.run_test("student()", _Namespace(tmp_path, student=raising(leak)))
     assert (failure.ename, failure.evalue) == (shown, verdicts.RAISED)
     assert "LEAK" not in str(failure) and "218" not in str(failure)
+    # JAX's own refusal of a result the grader held, passed into a JAX function: the verdict says what to do instead
+    from perfaudit.checks import held
+
+    refused_by_jax = RaisedInKernel("ValueError", f"{held.JAX_REFUSAL} is no longer supported. LEAK 218 ms")
+    [failure] = verdicts.run_test("student()", _Namespace(tmp_path, student=raising(refused_by_jax)))
+    assert failure.evalue == f"{verdicts.RAISED} {held.PASSED_INTO_JAX}" and "LEAK" not in str(failure)
     # what the grader itself says of an answer it refused is shown whole
     refused = StudentError("ValueError", "an answer larger than the grader reads")
     [failure] = verdicts.run_test("student()", _Namespace(tmp_path, student=raising(refused)))

@@ -176,3 +176,18 @@ def test_a_shard_polls_through_its_result():
 def test_with_no_one_to_ask_is_ready_waits():
     result, inner, waits = _held()
     assert result.is_ready() and len(waits) == 1 and inner.blocked == 1
+
+
+@pytest.mark.parametrize("passed", [lambda out: jnp.add(out, 1), lambda out: jax.jit(lambda v: v * 2)(out),
+                                    lambda out: jnp.sum(out)])
+def test_jax_refuses_a_held_result_passed_in_and_the_student_is_told_what_to_do(passed):
+    """jax.jit and jax.numpy's functions refuse an object that converts through __jax_array__ only, and letting a
+    held result through would take JAX's internals (docs/grading-security.md). JAX's refusal is the one the
+    course recognises (held.refused_by_jax), and the ways its message gives the student work."""
+    out = held.HeldResult(jnp.arange(3.0), lambda: None)
+    with pytest.raises(ValueError) as refused:
+        passed(out)
+    assert held.refused_by_jax(refused.value), "JAX's refusal changed: update held.JAX_REFUSAL"
+    assert "np.asarray(out)" in held.PASSED_INTO_JAX and "jax.device_get(out)" in held.PASSED_INTO_JAX
+    assert np.allclose(np.asarray(passed(np.asarray(out))), np.asarray(passed(jnp.arange(3.0))))
+    assert np.allclose(np.asarray(passed(jax.device_get(out))), np.asarray(passed(jnp.arange(3.0))))
