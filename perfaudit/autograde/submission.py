@@ -6,6 +6,7 @@ or folder over the limits) before nbgrader's own copy step could follow it. Each
 """
 
 import fnmatch
+import glob
 import os
 import stat
 from collections.abc import Sequence
@@ -32,9 +33,19 @@ def _kind(mode):
 
 
 def ignored(name: str, ignore: Sequence[str]) -> bool:
-    """Whether an entry's name matches one of the course's ignore patterns (CourseDirectory.ignore), as nbgrader
-    matches them when it copies a submission."""
+    """Whether an entry's name matches one of the course's ignore patterns (CourseDirectory.ignore), as nbgrader's
+    collect and the batch match them when they copy a submission."""
     return any(fnmatch.fnmatch(name, pattern) for pattern in ignore)
+
+
+def ignored_by_autograde(path: str | Path, ignore: Sequence[str]) -> bool:
+    """Whether plain `nbgrader autograde` leaves the entry at `path` out when it copies a submission's other files:
+    nbgrader.utils.is_ignored, a glob of each pattern in the entry's folder. It ignores less than a match of the name
+    (ignored): a name starting with '.' matches only a pattern that does (`.x.pyc` is copied), and under a folder
+    whose path holds glob characters (`a[1]/runs/`) nothing is ignored. Written here, as nbgrader writes it: importing
+    nbgrader takes seconds (course_ignore)."""
+    path = str(path)
+    return any(path in glob.glob(os.path.join(os.path.dirname(path), pattern)) for pattern in ignore)
 
 
 def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
@@ -42,13 +53,14 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
 
     ignore: the course's CourseDirectory.ignore (course_ignore), names nbgrader never copies and the kernel never
     gets (.git, runs/, checkpoints): entries matching them, and all under them, are neither refused nor counted, so
-    the limits apply to what is graded."""
+    the limits apply to what is graded. Only where every copy leaves them out: an entry plain autograde would copy
+    all the same (ignored_by_autograde) is counted and checked, since that copy follows links."""
     folder, found, total, count = Path(folder), [], 0, 0
     for root, dirs, files in os.walk(folder):  # never follows links: a linked folder is listed as a name
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
-            if ignored(name, ignore):
+            if ignored(name, ignore) and ignored_by_autograde(path, ignore):
                 if name in dirs:
                     dirs.remove(name)
                 continue

@@ -2,14 +2,17 @@
 
 import io
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from courses import FULL, NB1, make_course
 
-from perfaudit import ASSIGNMENT, paths
+from perfaudit import ASSIGNMENT
 from perfaudit.autograde import submission
 from perfaudit.fixtures import samples
-from perfaudit.grade import diagnose, run, worker
+from perfaudit.grade import diagnose, run
 from perfaudit.instructor import course
 
 EXPECTED = {"01-first-call-vs-steady": ["workload"]}
@@ -97,6 +100,34 @@ def test_the_entry_limit_counts_what_is_graded_and_a_refusal_names_the_count_and
     assert where == "data" and f"{submission.MAX_ENTRIES + 1} files and folders" in why and ".git" in why
 
 
+def _ignored_by_name_but_copied_by_autograde(folder):
+    """Entries whose names match the course's patterns that plain autograde copies all the same (its glob skips a
+    name starting with '.' for '*.pyc', and reads a folder's '[1]' as a pattern): a link and a folder over the
+    entry limit."""
+    os.symlink("/etc/hostname", folder / ".notes.pyc")
+    for n in range(submission.MAX_ENTRIES + 1):
+        (folder / "data[1]" / "runs").mkdir(parents=True, exist_ok=True)
+        (folder / "data[1]" / "runs" / f"{n}.txt").write_text("x")
+    return folder
+
+
+def test_what_autograde_copies_is_checked_though_its_name_matches_an_ignore_pattern(tmp_path):
+    """Plain autograde's copy of a submission's other files follows links and runs before any plug-in: whatever it
+    copies must be counted and checked, whatever the names say (a fresh attack on the ignore list found both)."""
+    from nbgrader.utils import find_all_files, is_ignored
+
+    folder = _ignored_by_name_but_copied_by_autograde(_kept_in_git(_folder(tmp_path)))
+    (folder / "x.pyc").write_text("ignored by both")
+    entries = [str(path) for path in folder.rglob("*")]
+    assert [p for p in entries if submission.ignored_by_autograde(p, COURSE_IGNORE) != is_ignored(p, COURSE_IGNORE)] \
+        == []
+    copied = {os.path.relpath(p, folder) for p in find_all_files(str(folder), COURSE_IGNORE + ["*.ipynb"])}
+    assert {".notes.pyc", "data[1]/runs/0.txt"} <= copied and not any(p.startswith((".git", "runs")) for p in copied)
+    found = dict(submission.problems(folder, COURSE_IGNORE))
+    assert found[".notes.pyc"] == "a symbolic link: submissions may hold regular files only"
+    assert f"over the {submission.MAX_ENTRIES} entries" in found["data[1]/runs"]
+
+
 def test_the_course_ignores_git_and_its_output_folder():
     from traitlets.config.loader import PyFileConfigLoader
 
@@ -118,9 +149,6 @@ def test_an_honest_folder_kept_in_git_with_a_large_output_file_is_graded(tmp_pat
     else:
         run.run(run.Options(course_dir=root, workers=1, canary=False, progress=False), out=io.StringIO())
     assert course.scores(root)["correct"][NB1] == (FULL[NB1], FULL[NB1])
-
-
-IGNORED = submission.course_ignore(worker.course_config(paths.ROOT))  # the course's: .git, runs, __pycache__, ...
 
 
 def _tree_without_ignored_names(folder):
@@ -145,7 +173,7 @@ DIGEST_BEFORE = "0aa4c7cbe9ed53c6933d4a11928eb501a62d014d16be98fd85e7601dc04dbe7
 
 def test_the_fingerprint_keeps_its_digest_where_nothing_is_ignored(tmp_path):
     folder = _tree_without_ignored_names(tmp_path / "someone" / ASSIGNMENT)
-    assert run.fingerprint(folder) == run.fingerprint(folder, IGNORED) == DIGEST_BEFORE
+    assert run.fingerprint(folder) == run.fingerprint(folder, COURSE_IGNORE) == DIGEST_BEFORE
 
 
 def test_the_fingerprint_leaves_out_what_the_course_ignores_at_any_depth(tmp_path):
@@ -158,7 +186,27 @@ def test_the_fingerprint_leaves_out_what_the_course_ignores_at_any_depth(tmp_pat
     (folder / "data" / "__pycache__" / "m.cpython-311.pyc").write_bytes(b"\0")
     (folder / "data" / "runs").write_text("a file named as an ignored folder, deeper")
     (folder / "data" / "deeper" / ".git").symlink_to("/etc")  # a link under an ignored name: not even its kind
-    assert run.fingerprint(folder, IGNORED) == DIGEST_BEFORE
+    assert run.fingerprint(folder, COURSE_IGNORE) == DIGEST_BEFORE
     assert run.fingerprint(folder) != DIGEST_BEFORE  # without the list: every entry counts, as it did
     (folder / "data" / "x.txt").write_text("y")  # a graded file changed: the digest does
-    assert run.fingerprint(folder, IGNORED) != DIGEST_BEFORE
+    assert run.fingerprint(folder, COURSE_IGNORE) != DIGEST_BEFORE
+
+
+@pytest.mark.slow  # seconds: the submission is refused before any kernel starts
+@pytest.mark.parametrize("grader", ["plain", "batch"])
+def test_a_link_autograde_would_follow_under_an_ignored_looking_name_is_refused(tmp_path, grader):
+    """`.notes.pyc` matches '*.pyc' by name, but plain autograde's glob copies it, following the link: both graders
+    refuse the submission (0), and no copy of what it links to is left in autograded/."""
+    root = make_course(tmp_path / "course")
+    folder = samples.write_submission("correct", root / "submitted", stages={1})
+    (tmp_path / "outside.txt").write_text("the grader's own file")
+    os.symlink(tmp_path / "outside.txt", folder / ".notes.pyc")
+    if grader == "plain":  # nbgrader exits with an error for a refused student: its scores say what happened
+        # the whole assignment: with --notebook, nbgrader keeps the copy it made of a refused submission
+        subprocess.run([sys.executable, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=root,
+                       env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+                       capture_output=True, text=True, timeout=600)
+    else:
+        run.run(run.Options(course_dir=root, workers=1, canary=False, progress=False), out=io.StringIO())
+    assert course.scores(root)["correct"][NB1] == (0, FULL[NB1])
+    assert [p for p in (root / "autograded").rglob("*") if p.name == ".notes.pyc"] == []
