@@ -320,7 +320,7 @@ def test_the_kernel_is_killed_after_the_last_cell_so_nothing_of_the_student_s_ru
     execute = TrustedExecute(timeout=30)
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert nb.cells[1].outputs[0].text == "last cell\n"
-    raw = execute._km.raw_output
+    raw = execute.run.km.raw_output
     for stream in (raw.stdout, raw.stderr):
         stream._thread.join(timeout=30)  # the pipe ends when the last process holding it is gone
         assert not stream._thread.is_alive()

@@ -237,7 +237,7 @@ def test_raw_writes_to_stdout_and_stderr_never_reach_the_graders_terminal(tmp_pa
     execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     captured = capfd.readouterr()
     assert "RAW-" not in captured.out + captured.err
-    raw = execute._km.raw_output
+    raw = execute.run.km.raw_output
     assert len(raw.stdout.kept) + len(raw.stderr.kept) <= SandboxLimits().raw_output_bytes
     assert raw.stderr.dropped > 0 and raw.stdout.dropped == 0  # the flood on 2 hides nothing written to 1
     assert "RAW-OUT \\x1b]0;title\\x07" in raw.text()  # escaped: no terminal control reaches a person
