@@ -6,6 +6,7 @@ submission.py  a submitted folder may hold regular files only; the grader reads 
 refuse_unsafe_submission.py  the first autograde step: a submission holding anything else is not graded
 execute.py     TrustedExecute: student cells run once in a sandboxed kernel, test cells run in the grader
 kernel.py      the kernel manager: bubblewrap, a scratch folder in memory, raw output captured, memory limit
+kernel_fate.py whose doing a kernel's end was, and whether its notebook runs once more (both graders)
 sandbox.py     the bubblewrap command line and its refusal without a sandbox
 limits.py      SandboxLimits: the one Configurable for a submission's limits
 memory.py      all of a submission's processes within one memory limit (a cgroup, or a watchdog)

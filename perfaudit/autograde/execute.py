@@ -5,8 +5,11 @@
   channel (perfaudit/autograde/verdicts.py, channel.py), at the point in the notebook where nbgrader would have
   run it. Its outputs are the grader's own, so nbgrader's determine_grade reads the grader's verdict only.
 - A kernel that dies or hangs costs only the cells it had not finished: the cell where it happened and every later
-  one get a NotRun error saying why, and the tests that passed before keep their points. A whole-notebook time
-  limit cuts each cell's timeout to the time left; the output kept is capped.
+  one get a NotRun error saying why, and the tests that passed before keep their points. Whether the notebook is
+  run once more (a kernel killed from outside, or one that never started) is kernel_fate.py's rule. A
+  whole-notebook time limit cuts each cell's timeout to the time left; the output kept is capped.
+- What one run knows (the deadline, the kernel, the channel, what stopped it) is a Run made for that run; what one
+  notebook's runs share (its name, the instructor's cells, the tests' contract) a Notebook made for that notebook.
 
 Configured in nbgrader_config.py, so plain `nbgrader autograde` and `python -m perfaudit.grade` both use it.
 """
@@ -16,6 +19,8 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +36,7 @@ from traitlets import Bool, Enum, Integer
 from traitlets.config import Config
 import zmq
 
-from perfaudit.autograde import canary, made_up, protocol, sandbox, submission, verdicts
+from perfaudit.autograde import canary, kernel_fate, made_up, protocol, sandbox, submission, verdicts
 from perfaudit.autograde.channel import KernelChannel, KernelGone
 from perfaudit.autograde.kernel import SandboxedKernelManager
 from perfaudit.autograde.limits import SandboxLimits
@@ -49,7 +54,7 @@ OUTPUT_DROPPED = "[the grader dropped the rest of this output: the notebook prin
 # nbclient's words when a cell's reply came but its end on the output channel did not: ZeroMQ dropped a message of
 # it over protocol.MAX_MESSAGE_BYTES (kernel.py), and the connection with it, which comes back at once.
 IOPUB_TIMEOUT = "Timeout waiting for IOPub output"
-RECONNECT_S = 10  # to connect to the kernel's output channel again (_reconnect_output)
+RECONNECT_S = 10  # to connect to the kernel again (_reconnect_output)
 OUTPUT_LOST = (f"[the grader did not receive all of this cell's output: a single message over "
                f"{protocol.MAX_MESSAGE_BYTES // 2**20} MiB is dropped unread]\n")
 
@@ -85,6 +90,37 @@ def not_run_error(reason: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
 
+@dataclass
+class Notebook:
+    """What every run of one notebook shares: its name, the instructor's cells and the tests' contract."""
+
+    name: str | None  # nbgrader's notebook id; None outside autograde (the canary itself, a tool)
+    instructor: dict[str, str] | None  # {grade id: source} of the gradebook's cells; None outside autograde
+    contract: verdicts.Contract
+    demonstrations: set[str]  # grade ids of the read-and-run cells the instructor tagged: not run while grading
+
+
+@dataclass
+class Run:
+    """What one run of a notebook knows, in a new kernel: made for the run, gone with it."""
+
+    deadline: float  # time.monotonic() when the notebook's time is up
+    submission: str | Path | None  # the folder the kernel starts from
+    scratch: str  # what tests read back from the kernel
+    km: "SandboxedKernelManager | None" = None
+    kernel_up: bool = False  # the kernel answered: a failure from now on is no failed start
+    channel: KernelChannel | None = None  # to the kernel, made when a test or a snapshot first needs it
+    namespace: verdicts.StudentNamespace | None = None  # what tests run against, with the channel
+    stopped: str | None = None  # why the rest of the notebook is not run, once something stopped it
+    output_bytes: int = 0
+    student_code_ran: bool = False  # until then, an error is the environment's, unless the canary passes
+    unfilled: list[str] = field(default_factory=list)  # grade ids of solution cells raising NotImplementedError
+    suspect: str | None = None  # what failed before any student code ran, judged once the kernel is gone
+    tested: bool = False  # whether a test ran yet
+    latest: str | None = None  # the cell_key of the instructor's cell furthest on in the notebook that ran so far
+    ending: kernel_fate.Ending | None = None  # how the kernel ended, when it ended before the notebook did
+
+
 class TrustedExecute(Execute):
     notebook_timeout = Integer(
         600, help="Seconds a whole notebook may run; the cell running when it expires is interrupted."
@@ -112,122 +148,128 @@ class TrustedExecute(Execute):
         # A keyword, not configuration: nbgrader's Execute.__init__ sets its own kernel_manager_class default.
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
+        self._notebook: Notebook | None = None
+        self._run: Run | None = None
+        # nbclient's own hook for a cell's timeout: the per-cell limit (timeout, or a timeout_func configured)
+        # cut to what the notebook has left
+        configured: Callable[[NotebookNode], int | None] | None = self.timeout_func  # type: ignore[has-type]
+        self._per_cell_timeout = configured
+        self.timeout_func = self._cell_timeout
+
+    @property
+    def run(self) -> Run:
+        """This run's state; only asked for while a run is under way."""
+        assert self._run is not None, "asked for a run's state outside a run"
+        return self._run
 
     def preprocess(self, nb: NotebookNode, resources: dict[str, Any] | None = None,
                    km: "KernelManager | None" = None) -> tuple[NotebookNode, dict[str, Any]]:
-        self._notebook = (resources or {}).get("nbgrader", {}).get("notebook")
-        self._instructor = instructor_cells(resources, CourseDirectory(config=self.config).course_id)
+        name = (resources or {}).get("nbgrader", {}).get("notebook")
         instructors = instructor_notebook(nb, resources, self.config)
-        self._contract = verdicts.Contract(instructors.cells)
         # Read-and-run demonstrations the instructor tagged in source/: no points, nothing graded depends on them, so
         # grading skips them (the student ran them in JupyterLab). Only the instructor's own unchanged cell is skipped.
-        self._demonstrations = {nbgrader_meta(cell).get("grade_id") for cell in instructors.cells
-                                if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None}
-        if self.canary and self._notebook and os.environ.get(canary.SKIP) != "1":
-            said = canary.check_once_per_process(self._notebook, self.config, TrustedExecute)
+        self._notebook = Notebook(
+            name=name, instructor=instructor_cells(resources, CourseDirectory(config=self.config).course_id),
+            contract=verdicts.Contract(instructors.cells),
+            demonstrations={nbgrader_meta(cell).get("grade_id") for cell in instructors.cells
+                            if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None})
+        if self.canary and name and os.environ.get(canary.SKIP) != "1":
+            said = canary.check_once_per_process(name, self.config, TrustedExecute)
             if said:
                 self.log.info(said)
         submitted = copy.deepcopy(nb)
-        self._retried = False
-        nb, resources = self._run(nb, resources, km)
-        if self._killed_from_outside:
-            self._retried = True  # the machine's records name a cause outside the submission: not the student's doing
-            self.log.warning("%s: the kernel was killed from outside the submission (%s); grading the notebook once "
-                             "more", (resources or {}).get("nbgrader", {}).get("student"), self._killed_from_outside)
-            nb, resources = self._run(submitted, resources, km)
+        runs = 1
+        nb, resources = self._run_once(nb, resources, km)
+        while kernel_fate.run_once_more(self.run.ending, runs):
+            ending = self.run.ending
+            assert ending is not None  # run_once_more says so
+            self.log.warning("%s: the kernel %s (%s); grading the notebook once more",
+                             (resources or {}).get("nbgrader", {}).get("student"), ending.fate.value, ending.why)
+            runs += 1
+            nb, resources = self._run_once(copy.deepcopy(submitted), resources, km)
+        # Whether a failure before any student code is the environment's is judged after the last kernel is gone:
+        # nothing the submission started can then weigh on the judgement.
+        if self.run.suspect is not None:
+            self._judge(self.run.suspect)
         return nb, resources
 
-    def _run(self, nb, resources, km):
-        """One run of the notebook in a new kernel. Whether a failure before any student code is the environment's
-        is judged after the kernel is gone: nothing the submission started can then weigh on the judgement."""
-        self._deadline = time.monotonic() + self.notebook_timeout
-        self._stopped = None  # why the rest of the notebook is not run, once something stopped it
-        self._output_bytes = 0
-        self._reply_timed_out = False  # the running cell's reply never came (nbclient stood in its own)
+    def _run_once(self, nb, resources, km):
+        """One run of the notebook in a new kernel."""
         # Under nbgrader the student's submitted folder; run directly (tests, tools) the notebook's own folder.
-        self._submission = submission.submitted_folder(self.config, resources or {}) or \
-            (resources or {}).get("metadata", {}).get("path")
-        self._channel = self._namespace = self._km = None
-        self._student_code_ran = False  # until then, an error is the environment's, unless the canary passes
-        self._unfilled = []  # grade ids of solution cells that raised NotImplementedError: not filled in yet
-        self._kernel_up = False
-        self._suspect = None  # what failed before any student code ran, to be judged once the kernel is gone
-        self._tested = False  # whether a test ran yet
-        self._latest = None  # the cell_key of the instructor's cell furthest on in the notebook that ran so far
-        self._killed_from_outside = None  # why, when the machine's records show the kernel killed from outside
-        self._scratch = tempfile.mkdtemp(prefix="perfaudit-verdicts-")  # what tests read back from the kernel
+        run = self._run = Run(
+            deadline=time.monotonic() + self.notebook_timeout,
+            submission=submission.submitted_folder(self.config, resources or {}) or
+            (resources or {}).get("metadata", {}).get("path"),
+            scratch=tempfile.mkdtemp(prefix="perfaudit-verdicts-"))
         try:
             nb, resources = super().preprocess(nb, resources, km)
         except sandbox.SandboxUnavailable:
             raise
         except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
-            if self._kernel_up:
+            if run.kernel_up:
                 raise
-            why = f"the kernel did not start ({type(error).__name__}: {error})"
-            self._blame(why)
+            run.ending = kernel_fate.of_failed_start(error)
+            self._blame(run.ending.why)
             for cell in nb.cells:
                 if cell.cell_type == "code":
-                    cell.outputs = [not_run_error(f"not run: {why}")]
+                    cell.outputs = [not_run_error(f"not run: {run.ending.why}")]
         finally:
-            if self._channel is not None:
-                self._channel.close()
-            shutil.rmtree(self._scratch, ignore_errors=True)
+            if run.channel is not None:
+                run.channel.close()
+            shutil.rmtree(run.scratch, ignore_errors=True)
             made_up.remove_test_folders()  # what tests made and the kernel's answers filled: gone with the notebook
-            raw = getattr(self._km, "raw_output", None)
+            raw = getattr(run.km, "raw_output", None)
             if raw:  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
-        if self._suspect is not None:
-            self._judge(self._suspect)
         return nb, resources
 
     def _is_instructors(self, cell):
         """Whether the cell is the instructor's, as the gradebook holds it (always so outside autograde)."""
-        if self._instructor is None:
+        instructor = self._notebook.instructor if self._notebook is not None else None
+        if instructor is None:
             return True
         grade_id = nbgrader_meta(cell).get("grade_id")
-        return grade_id in self._instructor and cell.source == self._instructor[grade_id]
+        return grade_id in instructor and cell.source == instructor[grade_id]
 
     def _blame(self, what):
         """Note what failed before any student code ran; _judge decides whose fault it was once the kernel is gone."""
-        self._suspect = self._suspect or what
+        self.run.suspect = self.run.suspect or what
 
     def _judge(self, what):
         """Raise GradingEnvironmentError when `what` is the environment's doing: the instructor's solution, with the
         instructor's files, in a new sandbox, fails too, now. Otherwise it came from the submission (a jax.py or a
         perfaudit/ of its own, processes it left), which is graded as it is."""
-        if not self._notebook:  # not autograding (the canary itself, a tool): the outputs say what happened
+        name = self._notebook.name if self._notebook is not None else None
+        if not name:  # not autograding (the canary itself, a tool): the outputs say what happened
             return
-        if not canary.still_sound(self._notebook, self.config, TrustedExecute):
+        if not canary.still_sound(name, self.config, TrustedExecute):
             raise canary.GradingEnvironmentError(f"not graded: environment: {what}; the instructor's solution fails "
                                                  "the same way now. Fix the environment and grade again.")
-        self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", self._notebook, what)
+        self.log.warning("%s: %s, but the instructor's solution does not: graded as submitted", name, what)
 
     def _kernel_died(self):
-        """The kernel is dead: the submission's doing (it exited, crashed, killed itself, went over its memory limit)
-        unless the machine's own records name a cause outside it (memory.MemoryLimit.killed_from_outside: the OOM
-        killer chose it for the machine's memory or another group's limit); only then is it graded once more."""
-        limit = getattr(self._km, "memory_limit", None)
-        if limit is not None and not self._retried:
-            self._killed_from_outside = limit.killed_from_outside()
+        """The kernel is dead: whose doing, and whether the notebook is run once more, is kernel_fate's rule."""
+        self.run.ending = kernel_fate.of_dead_kernel(getattr(self.run.km, "memory_limit", None))
 
     def create_kernel_manager(self) -> SandboxedKernelManager:
-        km = self._km = super().create_kernel_manager()
-        km.submission, km.limits = self._submission, SandboxLimits(config=self.config)
+        km = self.run.km = super().create_kernel_manager()
+        km.submission, km.limits = self.run.submission, SandboxLimits(config=self.config)
         km.ignore = CourseDirectory(config=self.config).ignore
         return km
 
     async def async_start_new_kernel_client(self) -> "AsyncKernelClient":
         kc = await super().async_start_new_kernel_client()
         self.km.close_private_folder()  # the kernel answered: its sockets are bound
-        self._kernel_up = True
+        self.run.kernel_up = True
         return kc
 
     start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbclient binds the sync name to its own
 
-    def _get_timeout(self, cell):
-        per_cell = super()._get_timeout(cell)
-        left = max(1, int(self._deadline - time.monotonic() + 0.999))
-        return left if per_cell is None else min(per_cell, left)
+    def _cell_timeout(self, cell: NotebookNode) -> int:
+        """nbclient's timeout_func: the cell's own limit, cut to the time the notebook has left (at least 1 s)."""
+        per_cell = self._per_cell_timeout(cell) if self._per_cell_timeout is not None else self.timeout
+        left = max(1, int(self.run.deadline - time.monotonic() + 0.999))
+        return left if not per_cell or per_cell < 0 else min(per_cell, left)
 
     def output(self, outs: list[NotebookNode], msg: dict[str, Any], display_id: str | None,
                cell_index: int) -> NotebookNode | None:
@@ -240,32 +282,35 @@ class TrustedExecute(Execute):
 
     def _within_output_limit(self, size: int) -> bool:
         """Count `size` bytes more of output the notebook keeps: whether they are still within max_output_bytes."""
-        self._output_bytes += size
-        return self._output_bytes <= self.max_output_bytes
+        self.run.output_bytes += size
+        return self.run.output_bytes <= self.max_output_bytes
 
     # Once a test ran, the kernel may hold what the grader keeps to itself (what tests handed it, holds as timed).
     # Feedback shows no output of a cell after the first test (hide_outputs_after_tests.py); nothing the kernel
     # sends later may rewrite what it shows: an earlier cell's display, or the notebook's widget state.
+    # nbclient has no hook for a display update: the override is of its own member, checked by the tests.
     def _update_display_id(self, display_id, msg):
         # an update is written into every output that shares its display id: each copy counts
         copies = sum(len(places) for places in self._display_id_map.get(display_id, {}).values())
-        if not self._tested and self._within_output_limit(len(str(msg["content"])) * max(1, copies)):
+        if not self.run.tested and self._within_output_limit(len(str(msg["content"])) * max(1, copies)):
             super()._update_display_id(display_id, msg)
 
     def handle_comm_msg(self, outs: list[NotebookNode], msg: dict[str, Any], cell_index: int) -> None:
-        if not self._tested:
+        if not self.run.tested:
             super().handle_comm_msg(outs, msg, cell_index)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],
                         index: int) -> tuple[NotebookNode, dict[str, Any]]:
         if cell.cell_type != "code":
             return cell, resources
-        if self._stopped is None and time.monotonic() >= self._deadline:
-            self._stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
-        if self._stopped is not None:
-            cell.outputs = [not_run_error(self._stopped)]
+        run, notebook = self.run, self._notebook
+        assert notebook is not None  # made by preprocess
+        if run.stopped is None and time.monotonic() >= run.deadline:
+            run.stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
+        if run.stopped is not None:
+            cell.outputs = [not_run_error(run.stopped)]
             return cell, resources
-        if nbgrader_meta(cell).get("grade_id") in self._demonstrations and self._is_instructors(cell):
+        if nbgrader_meta(cell).get("grade_id") in notebook.demonstrations and self._is_instructors(cell):
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=DEMONSTRATION_SKIPPED)]
             return cell, resources
         if verdicts.is_test(cell):
@@ -277,26 +322,29 @@ class TrustedExecute(Execute):
             self.log.warning("%s: a graded cell that is not the instructor's runs as student code, unscored",
                              resources.get("nbgrader", {}).get("student"))
             cell.metadata.pop("nbgrader", None)
-        self._student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
-        self._reply_timed_out = False
+        run.student_code_ran |= utils.is_solution(cell) or not utils.is_locked(cell)
+        # nbclient interrupts the kernel when a cell's reply does not come in time, and stands in its own reply
+        interrupts = getattr(run.km, "interrupts", 0)
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             error = next((o for o in cell.outputs if o.get("output_type") == "error"), None)
             if error is not None and utils.is_solution(cell) and error.get("ename") == "NotImplementedError":
-                self._unfilled.append(str(nbgrader_meta(cell).get("grade_id", index))[:60])
-            if error is not None and not self._student_code_ran:
+                run.unfilled.append(str(nbgrader_meta(cell).get("grade_id", index))[:60])
+            if error is not None and not run.student_code_ran:
                 self._blame(f"the instructor's cell '{cell.metadata.get('nbgrader', {}).get('grade_id', index)}' "
                             f"failed before any student code ran ({error.ename}: {error.evalue})")
             self._take_snapshot(cell, index, resources)
             return cell, resources
         except DeadKernelError:
             self._kernel_died()
-            if not self._student_code_ran:
+            if not run.student_code_ran:
                 self._blame("the kernel died in an instructor's cell before any student code ran")
             self._stop(cell, resources, "the kernel died while running this cell (it crashed, exited, or ran out "
                                         "of memory)", "the kernel died in an earlier cell")
         except CellTimeoutError as error:
-            if IOPUB_TIMEOUT in str(error) and not self._reply_timed_out:  # the kernel answered; output went missing
+            reply_timed_out = getattr(run.km, "interrupts", 0) > interrupts
+            # the reply came, its end on the output channel did not: a wait after an interrupt says nothing of that
+            if IOPUB_TIMEOUT in str(error) and not reply_timed_out:
                 cell.outputs.append(NotebookNode(output_type="stream", name="stderr", text=OUTPUT_LOST))
                 self._reconnect_output()
                 self._take_snapshot(cell, index, resources)
@@ -305,72 +353,78 @@ class TrustedExecute(Execute):
                        "the kernel stopped responding in an earlier cell")
         return cell, resources
 
-    async def _async_handle_timeout(self, timeout: int, cell: NotebookNode | None = None) -> Any:
-        # nbclient stands in its own reply for a cell that timed out, then waits on the output channel: that wait
-        # timing out says nothing of a lost message
-        self._reply_timed_out = True
-        return await super()._async_handle_timeout(timeout, cell)
-
     def _reconnect_output(self):
         """A new connection to the kernel's output channel: ZeroMQ closed the one that brought a message over
-        protocol.MAX_MESSAGE_BYTES and does not open it again, so no later cell's output would arrive."""
-        self.kc.iopub_channel.close()
-        self.kc._iopub_channel = None  # jupyter_client connects anew on the next use
-        if self._channel is not None:
-            self._channel.iopub = zmq.Socket.shadow(self.kc.iopub_channel.socket.underlying)
+        protocol.MAX_MESSAGE_BYTES and does not open it again, so no later cell's output would arrive. jupyter_client
+        opens no single channel again: a new client of the kernel takes over from the old one, between two cells."""
+        stale = self.kc  # type: ignore[has-type]  # nbclient's, set when the kernel started
+        self.kc = self.km.client()
+        self.kc.allow_stdin = False  # as nbclient's own client
+        self.kc.start_channels()
+        stale.stop_channels()
+        if self.run.channel is not None:
+            self.run.channel.iopub = zmq.Socket.shadow(self.kc.iopub_channel.socket.underlying)
         try:  # until the new connection receives: what the kernel publishes before that is lost
             run_sync(self.kc.wait_for_ready)(timeout=RECONNECT_S)
         except RuntimeError as error:  # the kernel did not answer: the next cell finds out
             self.log.warning("the kernel's output channel could not be connected again: %s", error)
 
-    def _student_namespace(self):
-        """The channel to the kernel and the namespace tests run in, made when first needed."""
-        if self._channel is None:
-            self._channel = KernelChannel(self.km, self._scratch, iopub=self.kc.iopub_channel.socket)
+    def _student_namespace(self) -> verdicts.StudentNamespace:
+        """The namespace tests run in, with its channel to the kernel, made when first needed."""
+        run = self.run
+        if run.namespace is None:
+            assert self._notebook is not None  # made by preprocess
+            run.channel = KernelChannel(self.km, run.scratch, iopub=self.kc.iopub_channel.socket)
             try:
-                self._namespace = verdicts.StudentNamespace(self._channel, self._contract)
+                run.namespace = verdicts.StudentNamespace(run.channel, self._notebook.contract)
             except Exception as error:  # noqa: BLE001 - the instructor's imports: never the student's doing
                 raise canary.GradingEnvironmentError(
                     f"not graded: environment: the grader cannot import what the instructor's cells import "
                     f"({type(error).__name__}: {error}). Fix the environment and grade again.") from error
-        return self._namespace
+        return run.namespace
 
     def _out_of_order(self, key):
         """The instructor's cell that comes after cell `key` in the notebook but ran before it (the submission moved
         a cell), else None; a cell in order becomes the latest."""
-        place = self._contract.order.get(key)
+        assert self._notebook is not None  # made by preprocess
+        order, run = self._notebook.contract.order, self.run
+        place = order.get(key)
         if place is None:
             return None
-        if self._latest is not None and self._contract.order[self._latest] > place:
-            return self._latest
-        self._latest = key
+        if run.latest is not None and order[run.latest] > place:
+            return run.latest
+        run.latest = key
         return None
 
     def _take_snapshot(self, cell, index, resources):
         """Right after a cell of the instructor's notebook that binds names of the contract, before any later cell
         runs: what tests will read of those names (verdicts.StudentNamespace)."""
+        assert self._notebook is not None  # made by preprocess
         key = verdicts.cell_key(cell, index)
         ran_after = self._out_of_order(key)
-        if key not in self._contract.bound_by:
+        if key not in self._notebook.contract.bound_by:
             return
         namespace = self._student_namespace()
-        # made by _student_namespace() above
-        self._channel.start_test(min(SNAPSHOT_TIMEOUT_S, self._get_timeout(cell)))  # type: ignore[union-attr]
+        self._channel().start_test(min(SNAPSHOT_TIMEOUT_S, self._cell_timeout(cell)))
         try:
             namespace.take_snapshot(key, ran_after)
         except KernelGone as gone:  # the next cell finds the kernel gone and says so
             self.log.warning("%s: the kernel could not be asked for what cell %r bound: %s",
                              resources.get("nbgrader", {}).get("student"), key, gone)
 
+    def _channel(self) -> KernelChannel:
+        """The channel _student_namespace made."""
+        assert self.run.channel is not None, "the channel is made with the namespace"
+        return self.run.channel
+
     def _run_test(self, cell, resources):
         """The test runs here; its outputs are the grader's own, whatever the kernel holds or prints."""
-        self._student_namespace()
-        self._tested = True
-        self._channel.start_test(self._get_timeout(cell))  # type: ignore[union-attr]  # made just above
+        namespace = self._student_namespace()
+        self.run.tested = True
+        self._channel().start_test(self._cell_timeout(cell))
         cell.execution_count = None
         try:
-            cell.outputs = verdicts.run_test(cell.source, self._namespace,  # type: ignore[arg-type]  # made above
-                                             unfilled=self._unfilled)
+            cell.outputs = verdicts.run_test(cell.source, namespace, unfilled=self.run.unfilled)
         except KernelGone as gone:
             if gone.died:
                 self._kernel_died()
@@ -379,7 +433,7 @@ class TrustedExecute(Execute):
         return cell, resources
 
     def _stop(self, cell, resources, here, later):
-        self._stopped = f"not run: {later}"
+        self.run.stopped = f"not run: {later}"
         cell.outputs.append(not_run_error(here))
         self.log.warning("%s: cell '%s' stopped the notebook: %s", resources.get("nbgrader", {}).get("student"),
                          nbgrader_meta(cell).get("grade_id", "?"), here)

@@ -81,6 +81,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     raw_output = None  # RawOutput, once started
     memory_limit = None  # memory.MemoryLimit, once started
     _kernels_started = 0  # in this process: each kernel's sandbox gets a uid of its own (sandbox.sandbox_uid)
+    interrupts = 0  # interrupts sent to this kernel: TrustedExecute tells by them a cell whose reply never came
+
+    async def interrupt_kernel(self) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
+        self.interrupts += 1
+        await super().interrupt_kernel()
 
     async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
         sandbox.require()  # before anything is made: a clear refusal, not a failed launch
@@ -120,7 +125,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return kc
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        env = sandbox.student_env()
+        env = {**sandbox.student_env(), **sandbox.grader_package_path()}
         if self._sandboxed:
             kernel_cmd = self._sandbox_connection_file(kernel_cmd)
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below

@@ -166,6 +166,16 @@ def student_env(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in grader_env.items() if k.startswith(PASSED_THROUGH) and k != BWRAP}
 
 
+def grader_package_path(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{"PYTHONPATH": folder} where the grader imports perfaudit through PYTHONPATH (a second checkout of the course,
+    a git worktree), else {}: the kernel then imports the grader's perfaudit, which is the folder the sandbox binds,
+    not the one the installed distribution points to. The folder alone: nothing else of the grader's PYTHONPATH."""
+    grader_env = os.environ if grader_env is None else grader_env
+    folder = str(Path(perfaudit.__file__).resolve().parents[1])
+    entries = [str(Path(entry).resolve()) for entry in grader_env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return {"PYTHONPATH": folder} if folder in entries else {}
+
+
 def unsandboxed_env(env: dict[str, str]) -> dict[str, str]:
     """env for a process started without a sandbox (PERFAUDIT_UNSANDBOXED=1): the same clean environment, with
     this machine's PATH and HOME, and the default places for temporary files and settings."""

@@ -10,9 +10,12 @@ an address that does not answer is refused at once with what to do. docs/grading
 cluster (`dask scheduler`, `dask worker`, dask-jobqueue, Kubernetes) and how to secure one with TLS.
 
 A worker that dies mid-grading (killed, out of memory) loses its task to another worker; a task that has been on
-`distributed.scheduler.allowed-failures` + 1 dying workers is failed with KilledWorker and not tried again. Here
-that number defaults to 2 (Dask's own default is 3), and a worker takes one task at a time
-(`worker-saturation` 1.0), so a worker's death counts against the submission it was grading only.
+`distributed.scheduler.allowed-failures` + 1 dying workers is failed with KilledWorker and not tried again. That is
+the only retry beside TrustedExecute's own (a kernel killed from outside, or one that never started, runs once more:
+perfaudit/autograde/kernel_fate.py). Here the number is ALLOWED_FAILURES, 2 (Dask's own default is 3), and a worker
+takes one task at a time (`worker-saturation` 1.0), so a worker's death counts against the submission it was grading
+only. These are set where the cluster is made (cluster_settings), not on import, and only where the instructor's
+Dask configuration (a file, a DASK_DISTRIBUTED__... variable) leaves Dask's default.
 """
 
 import json
@@ -32,21 +35,32 @@ from perfaudit.grade.worker import output_to_log
 if TYPE_CHECKING:
     from distributed import Worker
 
-# Defaults only: a Dask configuration file or DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES still wins.
-dask.config.update_defaults({"distributed": {"scheduler": {"allowed-failures": 2, "worker-saturation": 1.0}}})
-# Nobody watches the embedded cluster's dashboard, whose figures these gather: the workers' statistical profiler
-# (stacks sampled every 10 ms), the event loops' 20 ms health tick and the 0.5 s system monitor. Measured on an idle
-# local cluster of two workers, they cost its three processes 5.2 s of CPU per 40 s of waiting, 0.6 s without.
-dask.config.update_defaults({"distributed": {"worker": {"profile": {"enabled": False}},
-                                             "admin": {"tick": {"interval": "1s"},
-                                                       "system-monitor": {"interval": "10s"}}}})
+ALLOWED_FAILURES = 2  # dead workers a task may cost before it is failed with KilledWorker: tried 3 times
+CLUSTER_SETTINGS: dict[str, object] = {
+    "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+    "distributed.scheduler.worker-saturation": 1.0,  # a worker takes one task at a time
+    # Nobody watches the embedded cluster's dashboard, whose figures these gather: the workers' statistical profiler
+    # (stacks sampled every 10 ms), the event loops' 20 ms health tick and the 0.5 s system monitor. Measured on an
+    # idle local cluster of two workers, they cost its three processes 5.2 s of CPU per 40 s of waiting, 0.6 s without.
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "10s",
+}
 CONNECT_TIMEOUT_S = 5
 
-__all__ = ["KilledWorker", "SchedulerUnreachable", "cluster", "describe", "probe", "scheduler_address"]
+__all__ = ["KilledWorker", "SchedulerUnreachable", "cluster", "cluster_settings", "describe", "probe",
+           "scheduler_address"]
 
 
 class SchedulerUnreachable(RuntimeError):
     """--scheduler names a cluster that cannot be reached: nothing was graded."""
+
+
+def cluster_settings() -> dict[str, object]:
+    """CLUSTER_SETTINGS, less each the instructor's Dask configuration sets to something other than Dask's default."""
+    dask_defaults = dask.config.merge(*dask.config.defaults)
+    return {key: value for key, value in CLUSTER_SETTINGS.items()
+            if dask.config.get(key) == dask.config.get(key, config=dask_defaults)}
 
 
 def scheduler_address(scheduler: str) -> str:
@@ -98,6 +112,11 @@ NO_HTTP_ROUTES: dict[str, list[str]] = {"distributed.scheduler.http.routes": [],
 @contextmanager
 def cluster(scheduler: str | None = None, workers: int = 1, log: str | Path | None = None) -> Iterator[Client]:
     """A connected distributed.Client: to `scheduler`, or to an embedded local cluster of `workers` processes."""
+    with dask.config.set(cluster_settings()):  # for the cluster made here and this process's client alike
+        yield from _cluster(scheduler, workers, log)
+
+
+def _cluster(scheduler: str | None, workers: int, log: str | Path | None) -> Iterator[Client]:
     if scheduler:
         address = scheduler_address(scheduler)
         probe(address)

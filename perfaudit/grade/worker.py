@@ -66,11 +66,7 @@ def _failure(result):
     return (errors or lines or ["nbgrader failed without a message"])[-1].strip()
 
 
-# Kernels that parallel workers start at the same moment can be handed the same free TCP port (jupyter_client
-# picks ports before the kernel binds them); such a kernel dies with "Address already in use" before it runs a
-# line of the student's code. That is the grader's accident, not the student's: convert once more.
 ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.canary: the environment, not the submission
-KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"
 
 
 def _environment_reason(said):
@@ -79,14 +75,12 @@ def _environment_reason(said):
     return found[-1] if found else (said.strip().splitlines() or [ENVIRONMENT])[-1]
 
 
-def _convert_once_more_if_the_kernel_never_started(converter_class, config):
-    for _ in range(2):
-        converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
-        converter.force = True
-        result = capture_log(converter)
-        if result["success"] or KERNEL_NEVER_STARTED not in f"{result.get('log', '')}{result.get('error', '')}":
-            break
-    return result
+def _convert(converter_class, config):
+    """One conversion, as `nbgrader <command>` runs it. A kernel that never started or was killed from outside is
+    run once more by TrustedExecute itself (perfaudit/autograde/kernel_fate.py), for plain nbgrader too."""
+    converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
+    converter.force = True
+    return capture_log(converter)
 
 
 def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: Iterable[str], template: str | Path,
@@ -114,7 +108,7 @@ def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: 
                 "CourseDirectory.notebook_id": notebook,
             },
         )
-        result = _convert_once_more_if_the_kernel_never_started(Autograde, config)
+        result = _convert(Autograde, config)
         said = f"{result.get('log', '')}{result.get('error', '')}"
         if not result["success"] and ENVIRONMENT in said:
             environment[notebook] = _environment_reason(said)

@@ -57,9 +57,11 @@ def _nobody_graded(root):
 def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(class_of_two, tmp_path, broken, where,
                                                                                 cause):
     env, within = {}, ()
-    if broken == "course package elsewhere":  # the grader imports a copy; the sandbox binds that copy only
-        shutil.copytree(paths.ROOT / "perfaudit", tmp_path / "elsewhere" / "perfaudit")
-        env = {"PYTHONPATH": str(tmp_path / "elsewhere")}
+    if broken == "course package elsewhere":
+        # `python -m` in a course folder holding a copy of the package: the grader imports the copy (the working
+        # folder comes first on its path), the sandbox binds that copy only, the kernel looks for the installed one.
+        # (A copy the grader found through PYTHONPATH is the kernel's too: sandbox.grader_package_path.)
+        shutil.copytree(paths.ROOT / "perfaudit", class_of_two / "perfaudit")
     elif broken == "JAX not installed":
         within = uninstalled(*NO_JAX)
     else:
@@ -69,6 +71,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     assert where in failed.stderr and cause in failed.stderr, failed.stderr
     assert "No student was graded" in failed.stderr
     _nobody_graded(class_of_two)
+    shutil.rmtree(class_of_two / "perfaudit", ignore_errors=True)
     fixed = _grade(class_of_two)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "Environment check: passed" in fixed.stdout

@@ -16,7 +16,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.instructor import course
 from perfaudit.autograde import memory
-from perfaudit.autograde.execute import NOT_RUN, TrustedExecute
+from perfaudit.autograde.execute import NOT_RUN, Run, TrustedExecute
 from perfaudit.fixtures import samples
 
 
@@ -37,6 +37,21 @@ def test_notebook_time_limit_interrupts_the_running_cell_and_skips_the_rest(tmp_
     assert _errors(nb.cells[1])[0][0] == "KeyboardInterrupt"  # interrupted at the notebook's limit, not at 30 s
     for cell in nb.cells[2:]:
         assert _errors(cell) == [(NOT_RUN, "not run: the notebook's time limit (3 s) ran out before this cell")]
+
+
+def test_a_cell_s_time_is_its_own_limit_cut_to_what_the_notebook_has_left():
+    """Through nbclient's own hook (timeout_func): Execute.timeout, or a timeout_func configured, then the deadline."""
+    cell = new_code_cell("pass")
+
+    def timeout_in(execute, left_s):
+        execute._run = Run(deadline=time.monotonic() + left_s, submission=None, scratch="")
+        return execute._cell_timeout(cell)
+
+    assert timeout_in(TrustedExecute(timeout=30), 100) == 30
+    assert timeout_in(TrustedExecute(timeout=30), 3) == 3
+    assert timeout_in(TrustedExecute(timeout=None), 100) == 100  # no per-cell limit: the notebook's
+    assert timeout_in(TrustedExecute(timeout=30, timeout_func=lambda c: 7), 100) == 7
+    assert timeout_in(TrustedExecute(timeout=30), -5) == 1  # at least a second: the cell is stopped, not skipped
 
 
 def test_errors_and_display_updates_count_toward_the_output_limit_each_copy_it_makes(tmp_path):
@@ -320,7 +335,7 @@ def test_the_kernel_is_killed_after_the_last_cell_so_nothing_of_the_student_s_ru
     execute = TrustedExecute(timeout=30)
     nb, _ = execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert nb.cells[1].outputs[0].text == "last cell\n"
-    raw = execute._km.raw_output
+    raw = execute.run.km.raw_output
     for stream in (raw.stdout, raw.stderr):
         stream._thread.join(timeout=30)  # the pipe ends when the last process holding it is gone
         assert not stream._thread.is_alive()

@@ -209,6 +209,15 @@ def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
     assert max(uids) < 2**32 - 1
 
 
+def test_the_kernel_imports_the_grader_s_perfaudit_where_pythonpath_chose_it():
+    """A second checkout (a git worktree) graded with PYTHONPATH: its perfaudit, the folder the sandbox binds, is
+    the kernel's too; nothing else of the grader's PYTHONPATH. Installed as usual: the kernel's env has none."""
+    folder = str(paths.ROOT)
+    assert sandbox.grader_package_path({"PYTHONPATH": f"/elsewhere{os.pathsep}{folder}"}) == {"PYTHONPATH": folder}
+    assert sandbox.grader_package_path({"PYTHONPATH": "/elsewhere"}) == {}
+    assert sandbox.grader_package_path({}) == {}
+
+
 @needs_bubblewrap
 def test_links_and_fifos_left_by_the_kernel_stay_in_the_scratch(tmp_path):
     (tmp_path / "given.txt").write_text("x")
@@ -228,7 +237,7 @@ def test_raw_writes_to_stdout_and_stderr_never_reach_the_graders_terminal(tmp_pa
     execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     captured = capfd.readouterr()
     assert "RAW-" not in captured.out + captured.err
-    raw = execute._km.raw_output
+    raw = execute.run.km.raw_output
     assert len(raw.stdout.kept) + len(raw.stderr.kept) <= SandboxLimits().raw_output_bytes
     assert raw.stderr.dropped > 0 and raw.stdout.dropped == 0  # the flood on 2 hides nothing written to 1
     assert "RAW-OUT \\x1b]0;title\\x07" in raw.text()  # escaped: no terminal control reaches a person

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import types
 
+import dask
 import pytest
 
 from perfaudit.grade import engine
@@ -59,6 +60,16 @@ def test_the_description_says_where_grading_runs_and_how_often_a_killing_submiss
         "grading kills its worker is tried 3 times at most (distributed.scheduler.allowed-failures = 2)")
 
 
+def test_dask_s_retries_are_set_where_the_cluster_is_made_not_on_import():
+    """engine.py names Dask's retry (the only one beside TrustedExecute's: kernel_fate.py); importing it changes
+    nothing of Dask's configuration, and the instructor's own setting wins."""
+    key = "distributed.scheduler.allowed-failures"
+    assert dask.config.get(key) == dask.config.get(key, config=dask.config.merge(*dask.config.defaults))
+    assert engine.cluster_settings()[key] == engine.ALLOWED_FAILURES == 2
+    with dask.config.set({key: 5}):
+        assert key not in engine.cluster_settings()
+
+
 # Another account of the machine (a hub's student) tries the embedded cluster: loopback is shared by every account,
 # and a Dask scheduler runs whatever a client submits.
 ATTACK = r"""
@@ -88,6 +99,7 @@ print(json.dumps(tried))
 def test_the_embedded_cluster_refuses_a_client_without_its_credentials(tmp_path):
     with engine.cluster(workers=1) as client:
         assert client.submit(sum, [41, 1]).result() == 42, "the grader's own client, with the credentials"
+        assert engine.allowed_failures(client) == engine.ALLOWED_FAILURES  # set where the cluster was made
         address = client.scheduler.address
         assert address.startswith("tls://127.0.0.1:")
         info = client.scheduler_info(n_workers=-1)

@@ -54,12 +54,25 @@ def _rows(path):
         return {row["student_id"]: row for row in csv.DictReader(found)}
 
 
+# The template's grades.csv, byte for byte: students in the gradebook's order (by last name), quoted where a field
+# holds a comma or a quote, a formula start behind an apostrophe, no score where a notebook is not graded.
+EXPECTED = (
+    "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,late_submission_penalty,score,"
+    "max_score,not_graded\n"
+    f"{ASSIGNMENT},,,eve_3,,,,,,,5.0,b: {refused.AGAIN}\n"
+    f"{ASSIGNMENT},,,ned_4,,,,0.0,0.0,0.0,5.0,\n"
+    f"{ASSIGNMENT},,,bob_2,Bob,\"'=HYPERLINK(\"\"x\"\")\",,0.0,0.0,0.0,5.0,\n"
+    f"{ASSIGNMENT},,,jane_1,\"Doe, Jane\",Jane,,2.0,0.0,2.0,5.0,\n"
+)
+
+
 def test_nbgrader_export_and_the_batch_write_the_same_file(course):
     """`nbgrader export` takes the plug-in from nbgrader_config.py; the batch calls it on the gradebook it has open."""
     nbgrader("export", "--to=nbgrader.csv", course_dir=course)
     with gradebook.opened(gradebook.sqlite_url(course / "gradebook.db"), "jax-performance-audit") as found:
         grades_csv.write(found, course / "ours.csv", course / "submitted", ASSIGNMENT)
-    assert (course / "ours.csv").read_bytes() == (course / "nbgrader.csv").read_bytes()
+    assert (course / "nbgrader.csv").read_bytes() == EXPECTED.encode()
+    assert (course / "ours.csv").read_bytes() == EXPECTED.encode()
     header = (course / "ours.csv").read_text().splitlines()[0]
     assert header.split(",") == grades_csv.COLUMNS
 
@@ -92,6 +105,6 @@ def test_nbgrader_s_student_and_assignment_filters_still_apply(course):
 
 
 @pytest.mark.parametrize("text, shown", [("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
-                                         ("Ann Lee", "Ann Lee"), ("", "")])
+                                         ("\tcmd", "'\tcmd"), ("\r=1", "'\r=1"), ("Ann Lee", "Ann Lee"), ("", "")])
 def test_text_that_starts_like_a_formula_gets_an_apostrophe(text, shown):
     assert grades_csv.neutral(text) == shown
