@@ -196,19 +196,7 @@ def base_env() -> dict[str, str]:
         "LANG": "C.UTF-8",
         "USER": "student",
         "LOGNAME": "student",
-        **_grader_package_path(),
     }
-
-
-def _grader_package_path(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """{"PYTHONPATH": the folder holding the grader's perfaudit} where the grader found it through PYTHONPATH (a
-    working copy beside an editable install of another, as a developer runs tests): without it the kernel would
-    follow the installed finder to the other copy, which the sandbox does not show. Only the package folder is
-    bound there, so the folder holds nothing else. Empty where PYTHONPATH does not name it (an instructor's run)."""
-    grader_env = os.environ if grader_env is None else grader_env
-    holder = str(Path(perfaudit.__file__).resolve().parents[1])
-    named = {str(Path(entry).resolve()) for entry in grader_env.get("PYTHONPATH", "").split(os.pathsep) if entry}
-    return {"PYTHONPATH": holder} if holder in named else {}
 
 
 def prlimit(limits: "SandboxLimits") -> list[str]:

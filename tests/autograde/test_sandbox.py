@@ -251,15 +251,6 @@ def test_nothing_of_the_course_is_bound_but_the_perfaudit_package(tmp_path):
     assert mounts[str(tmp_path)] in (sandbox.SUBMISSION, sandbox.KERNEL_DIR)  # seen under the sandbox's names only
 
 
-def test_the_kernel_imports_the_grader_s_perfaudit_where_pythonpath_named_it(tmp_path):
-    """A working copy run with PYTHONPATH beside an editable install of another copy: the kernel must import the
-    copy the grader runs (the only one the sandbox shows), not follow the installed finder to the other."""
-    holder = str(paths.ROOT)
-    assert sandbox._grader_package_path({"PYTHONPATH": f"{tmp_path}{os.pathsep}{holder}/."}) == {"PYTHONPATH": holder}
-    assert sandbox._grader_package_path({"PYTHONPATH": str(tmp_path)}) == {}
-    assert sandbox._grader_package_path({}) == {}
-
-
 @needs_bubblewrap
 def test_output_beyond_the_limit_is_dropped_but_errors_are_kept(tmp_path):
     flood = "for _ in range(3000):\n    print('x' * 1000)"
