@@ -54,3 +54,18 @@ def test_without_a_python_every_account_runs_the_hub_refuses_to_start(tmp_path, 
     monkeypatch.setattr(userenv, "runnable_by_all", lambda path: False)
     with pytest.raises(SystemExit, match=f"only root can run {os.path.realpath(sys.executable)}"):
         userenv.accounts_python(Path(sys.executable).parent, tmp_path / "thin")
+
+
+def test_the_venv_s_commands_run_through_the_thin_venv_s_python(tmp_path):
+    """nbgrader runs `alembic` from PATH: the venv's own names a Python only root may run, the copy the thin one."""
+    venv_bin, thin_bin = tmp_path / "venv" / "bin", tmp_path / "thin" / "bin"
+    venv_bin.mkdir(parents=True)
+    thin_bin.mkdir(parents=True)
+    _program(venv_bin / "python", 0o755)
+    (venv_bin / "alembic").write_text(f"#!{venv_bin / 'python'}\nimport sys\nfrom alembic.config import main\n")
+    (venv_bin / "activate").write_text("# not a command\n")
+    (venv_bin / "other").write_text("#!/bin/sh\necho elsewhere\n")
+    userenv.copy_commands(venv_bin, thin_bin)
+    assert sorted(p.name for p in thin_bin.iterdir()) == ["alembic"]
+    assert (thin_bin / "alembic").read_text() == f"#!{thin_bin / 'python'}\nimport sys\nfrom alembic.config import main\n"
+    assert os.access(thin_bin / "alembic", os.X_OK)
