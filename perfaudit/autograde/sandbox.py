@@ -176,9 +176,12 @@ def unsandboxed_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def base_env() -> dict[str, str]:
-    """What a Python process in the sandbox needs: PATH with this Python's bin first, a writable HOME, a locale."""
+    """What a Python process in the sandbox needs: PATH with this Python's bin first, a writable HOME, a locale, and
+    the folder above the perfaudit package this grader runs (the one the sandbox binds): the venv's editable finder
+    may map perfaudit to another checkout (a git worktree's tests, PYTHONPATH), unbound there."""
     return {
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         "HOME": "/tmp/home",
         "TMPDIR": "/tmp",
         "IPYTHONDIR": "/tmp/ipython",
