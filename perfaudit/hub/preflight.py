@@ -41,8 +41,12 @@ def run_as_owner(hub, python, *args):
 
 
 def last_line(done):
-    said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    return said[-1] if said else f"exit status {done.returncode}"
+    """The command's own last line (its stdout's), else its error's (a traceback's last line, runuser's)."""
+    for stream in (done.stdout, done.stderr):
+        said = [line for line in stream.splitlines() if line.strip()]
+        if said:
+            return said[-1]
+    return f"exit status {done.returncode}"
 
 
 def owner_problem(hub, python):

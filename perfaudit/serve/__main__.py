@@ -45,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     if coursedir.not_a_course(args.course_dir):
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
-    service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
+    try:
+        service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
+    except OSError as error:  # its state folder in autograded/ cannot be made: this account cannot grade here
+        if not args.check:
+            raise
+        account = pwd.getpwuid(os.geteuid()).pw_name
+        print(preflight.one_line(account, [f"cannot make {error.filename} ({error.strerror})"]))
+        return 2
     if args.status:
         print(f"ledger: {service.ledger.path}")
         print(f"log: {service.batch_state.dir / LOG_NAME}")

@@ -34,20 +34,13 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde import sandbox, statefolder
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
+from perfaudit.grade.coursedir import keep_from_other_accounts
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes, preflight
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
-
-
-def keep_from_other_accounts() -> None:
-    """Nothing this process makes is open to other accounts unless it says so: on a hub, students share the machine.
-    The gradebook it may create (every hidden test's source, every grade), autograded/ and feedback/ are born
-    without other accounts' permissions; the feedback it releases to the exchange is opened on purpose
-    (perfaudit/serve/exchange.py), the ledger closed on purpose (perfaudit/serve/ledger.py)."""
-    os.umask(os.umask(0) | 0o007)
 
 
 def log(out: Output, message: str) -> None:

@@ -30,7 +30,8 @@ def test_a_command_that_does_not_run_is_named_with_why(tmp_path, monkeypatch):
     assert preflight.command_problem("fine") is None
     assert preflight.command_problem("absent") == f"no `absent` on PATH ({bin_dir})"
     assert preflight.command_problem("alembic").startswith(f"`{bin_dir / 'alembic'}` does not run: ")
-    assert preflight.command_problem("broken") == f"`{bin_dir / 'broken'} --version` failed (1): no module named nbgrader"
+    failed = preflight.command_problem("broken")
+    assert failed == f"`{bin_dir / 'broken'} --version` failed (1): no module named nbgrader"
 
 
 def test_a_folder_the_service_makes_counts_as_the_folder_it_is_made_in(tmp_path):
