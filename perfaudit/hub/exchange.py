@@ -70,8 +70,10 @@ def protect(course_dir):
     """Take every permission of other accounts off the course's instructor-only folders and files, and off the
     course package's answers where the course directory holds it (the folders the grading sandbox hides too:
     perfaudit/instructor/ and perfaudit/fixtures/; the grader's own modules stay readable, since student kernels
-    import perfaudit.autograde.agent in the sandbox)."""
+    import perfaudit.autograde.agent in the sandbox). The course directory itself keeps only other accounts' search
+    permission: their servers reach the venv and the package by path, and nobody lists what else is there."""
     course_dir = Path(course_dir)
+    course_dir.chmod(stat.S_IMODE(course_dir.stat().st_mode) & ~0o006)
     package = course_dir / "perfaudit"
     for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "instructor", package / "fixtures"]:
         if path.exists():

@@ -77,8 +77,8 @@ c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]
 # Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
-# is that account's, never root's (unless root owns the course, as in a container, and they run as the hub does,
-# with the course venv's own Python).
+# is that account's, never root's. make hub refuses a course root owns (perfaudit/hub/preflight.py); started by hand
+# on such a course, they run as the hub does, with the course venv's own Python.
 owner = hub.owner.pw_name
 FORMGRADER_SHELL = "/bin/bash"
 PRIVATE = ["/bin/sh", "-c", f"umask {preflight.PRIVATE_UMASK:03o} && exec \"$0\" \"$@\""]  # then the command
