@@ -68,16 +68,11 @@ def hub():
     # modes, not a folder above them.
     shared = Path(tempfile.mkdtemp(prefix="perfaudit-hub-"))
     shared.chmod(0o755)
-    course_dir = course_with_exchange(shared / "course", settings="\n".join([
-        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
-    course_dir.chmod(0o755)
-    # A course kept in git, as this repository is: .git holds every version of source/.
-    _run(["git", "init", "-q"], cwd=course_dir)
-    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "course",
-          "--allow-empty"], cwd=course_dir)
-    _run(["git", "add", "source"], cwd=course_dir)
-    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "source"],
-         cwd=course_dir)
+    try:
+        course_dir = _course_in_git(shared / "course", course_id)
+    except BaseException:  # stopped before the teardown below is armed (Ctrl-C too): nothing left in /tmp
+        shutil.rmtree(shared, ignore_errors=True)
+        raise
     state = shared / "hub-state"
     state.mkdir(mode=0o755)  # as make hub-users leaves .hub: open, the hub's own files in it private
     students, attacker, instructor = [f"pa{tag}s1", f"pa{tag}s2"], f"pa{tag}s3", f"pa{tag}prof"
@@ -123,6 +118,20 @@ def hub():
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
         assert not _listening(port), f"port {port} is still in use after the hub stopped"
+
+
+def _course_in_git(folder, course_id):
+    """Notebook 1's course, released, kept in git as this repository is: .git holds every version of source/."""
+    course_dir = course_with_exchange(folder, settings="\n".join([
+        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
+    course_dir.chmod(0o755)
+    _run(["git", "init", "-q"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "course",
+          "--allow-empty"], cwd=course_dir)
+    _run(["git", "add", "source"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "source"],
+         cwd=course_dir)
+    return course_dir
 
 
 def _run(argv, **kwargs):
