@@ -5,7 +5,11 @@ ifeq ($(origin PYTHON),undefined)
 PYTHON := $(or $(shell for v in 3.11 3.14 3.13 3.12; do command -v python$$v >/dev/null 2>&1 && echo python$$v && break; done),python3)
 endif
 VENV := .venv
-BIN := $(CURDIR)/$(VENV)/bin
+# The venv's bin, or, for an account that may not run the venv's Python (one only root runs, as a pyenv under /root),
+# the thin venv make hub made over it for every account (.hub/accounts-python: perfaudit/hub/userenv.py): the course's
+# owner runs make feedback in Formgrader's terminal or with sudo -u.
+THIN_BIN := $(CURDIR)/.hub/accounts-python/bin
+BIN := $(if $(shell [ -L $(VENV)/bin/python ] && [ ! -x $(VENV)/bin/python ] && [ -x $(THIN_BIN)/python ] && echo thin),$(THIN_BIN),$(CURDIR)/$(VENV)/bin)
 # The venv's bin first: nbgrader calls the `alembic` command and must find the venv's.
 export PATH := $(BIN):$(PATH)
 

@@ -33,6 +33,9 @@ c.Exchange.root = os.environ.get("PERFAUDIT_EXCHANGE") or str(Path(__file__).res
 # Fetch, Submit and Fetch Feedback work in work/, JupyterLab's root in `make lab` and the working copy's home.
 # nbgrader's default "." means the server's working directory (this one), outside what JupyterLab shows.
 c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")
+# Released feedback pages readable by the students who fetch them, whatever mode the course's processes made them with
+# (on the hub, without other accounts' permissions: perfaudit/hub/release_feedback.py).
+c.ExchangeFactory.release_feedback = "perfaudit.hub.release_feedback.ReadableReleaseFeedback"
 
 # What nbgrader and the plug-ins log quotes what students wrote (a cell's grade_id, a notebook's file name, the message
 # of an error their code raised): the handler that prints the log escapes every control character in it, so no escape

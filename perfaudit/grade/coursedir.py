@@ -7,6 +7,14 @@ import sys
 from pathlib import Path
 
 
+def keep_from_other_accounts() -> None:
+    """Nothing this process makes is open to other accounts unless it says so: on a hub, students share the machine.
+    The gradebook (every hidden test's source, every grade), grades.csv, autograded/, feedback/, reports/ and exports/
+    are born without other accounts' permissions; what students must read is opened on purpose (a released feedback
+    page: perfaudit/serve/exchange.py, perfaudit/hub/release_feedback.py)."""
+    os.umask(os.umask(0) | 0o007)
+
+
 def not_a_course(course_dir: str | os.PathLike[str]) -> str | None:
     """Why course_dir is not a course directory, in one line for the instructor; None when it is one."""
     if (Path(course_dir) / "nbgrader_config.py").is_file():

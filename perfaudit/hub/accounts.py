@@ -3,7 +3,9 @@
     python -m perfaudit.hub.accounts add roster.txt      # new accounts get a password, listed in .hub/passwords.txt
     python -m perfaudit.hub.accounts remove roster.txt   # the accounts, their homes, the course's groups: end of term
 
-A roster has one person a line, `name role`, role `student` or `instructor` (# starts a comment). Each person gets
+A roster has one person a line, `name role [full name]`, role `student` or `instructor` (# starts a comment); the
+full name goes to the account's comment field, and make hub gives it to the gradebook (Formgrader's student list:
+perfaudit/hub/names.py). Each person gets
 a Linux account with a private home (0700: nobody else reads it, and each one's server runs as its owner), in the
 students' or the instructors' group of the course (nbgrader-<course>, formgrade-<course>): the hub lets in these
 two groups and nobody else, and only the instructors' group reaches Formgrader. Needs root (useradd).
@@ -24,21 +26,23 @@ from perfaudit.hub import exchange, settings
 
 ROLES = ("student", "instructor")
 ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
+FULL_NAME = re.compile(r"[^,:=\x00-\x1f\x7f]*")  # the comment field: no field separators, no control characters
 
 
 def read_roster(path):
-    """[(name, role)] of a roster file."""
+    """[(name, role, full name or "")] of a roster file."""
     people = []
     for number, line in enumerate(Path(path).read_text().splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        name, _, role = line.partition(" ")
-        role = role.strip() or "student"
-        if role not in ROLES or not ACCOUNT_NAME.fullmatch(name):
-            raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor`, the name a Linux "
-                             f"account name (lowercase letters, digits, - and _, a letter first); found {line!r}")
-        people.append((name, role))
+        name, *rest = line.split()
+        role, full_name = (rest[0] if rest else "student"), " ".join(rest[1:])
+        if role not in ROLES or not ACCOUNT_NAME.fullmatch(name) or not FULL_NAME.fullmatch(full_name):
+            raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor` (then, if you like, "
+                             "the full name), the name a Linux account name (lowercase letters, digits, - and _, a "
+                             f"letter first); found {line!r}")
+        people.append((name, role, full_name))
     return people
 
 
@@ -63,12 +67,13 @@ def add(people, hub=None):
     for group in (students, instructors):
         ensure_group(group)
     created = {}
-    for name, role in people:
+    for name, role, *full_name in people:
         group = instructors if role == "instructor" else students
         if not exists(name):
             subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
             created[name] = secrets.token_urlsafe(12)
-        subprocess.run(["usermod", "--append", "--groups", group, name], check=True)
+        comment = ["--comment", full_name[0]] if full_name and full_name[0] else []
+        subprocess.run(["usermod", "--append", "--groups", group, *comment, name], check=True)
         Path(pwd.getpwnam(name).pw_dir).chmod(0o700)  # whatever useradd's HOME_MODE: a home is its owner's alone
     if created:
         subprocess.run(["chpasswd"], input="".join(f"{n}:{p}\n" for n, p in created.items()), text=True, check=True)
@@ -81,7 +86,7 @@ def remove(people, hub=None):
     that could not be removed."""
     hub = hub or settings.from_environment()
     left = []
-    for name, _ in people:
+    for name, *_ in people:
         if not exists(name):
             continue
         uid = pwd.getpwnam(name).pw_uid

@@ -7,11 +7,18 @@ seeing one another's work:
     <exchange>/<course>           0755  owned by the course's owner
       outbound/                   0755  the release: everyone fetches
       inbound/                    2733  everyone submits; nobody but the owner lists it (names hold a random part)
+        <student>+<assignment>+.. 0770  each submission: its student's and the course owner's group's (inherited
+          files                   0640  from inbound/), nobody else's: perfaudit/hub/submit.py (nbgrader: 0777/0644)
       feedback/                   0711  pages named by a hash of each submission's secret: nobody lists them
+
+The course's folders belong to the course's owner and the owner's own group: a submission, made in the setgid
+inbound/, takes that group, which no student is in; the grading service and Formgrader read it through the group.
 
 python -m perfaudit.hub.exchange makes them (make hub runs it) and releases the assignment there if it is not yet.
 """
 
+import grp
+import json
 import os
 import stat
 import subprocess
@@ -19,7 +26,7 @@ import sys
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
-from perfaudit.hub import settings, userenv
+from perfaudit.hub import names, preflight, settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
@@ -30,9 +37,9 @@ INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "
                    "gradebook.db.serve.json", "grades.csv", "exchange", ".git")
 
 
-def prepare(exchange, course_id, owner_uid=None):
+def prepare(exchange, course_id, owner_uid=None, owner_gid=-1):
     """Make the exchange and the course's folders in it with nbgrader's modes (and mend modes loosened since); the
-    course's folders (and the release in outbound/) belong to owner_uid when given."""
+    course's folders (and the release in outbound/) belong to owner_uid (and owner_gid) when given."""
     exchange = Path(exchange)
     exchange.mkdir(parents=True, exist_ok=True)
     exchange.chmod(ROOT_MODE)
@@ -40,11 +47,11 @@ def prepare(exchange, course_id, owner_uid=None):
         folder = exchange / course_id / name
         folder.mkdir(exist_ok=True)
         if owner_uid is not None:
-            os.chown(folder, owner_uid, -1)
+            os.chown(folder, owner_uid, owner_gid)
         folder.chmod(mode)  # after chown, which clears the setgid bit
     if owner_uid is not None:
         for path in (exchange / course_id / "outbound").rglob("*"):
-            os.chown(path, owner_uid, -1, follow_symlinks=False)
+            os.chown(path, owner_uid, owner_gid, follow_symlinks=False)
     return exchange / course_id
 
 
@@ -63,8 +70,10 @@ def protect(course_dir):
     """Take every permission of other accounts off the course's instructor-only folders and files, and off the
     course package's answers where the course directory holds it (the folders the grading sandbox hides too:
     perfaudit/instructor/ and perfaudit/fixtures/; the grader's own modules stay readable, since student kernels
-    import perfaudit.autograde.agent in the sandbox)."""
+    import perfaudit.autograde.agent in the sandbox). The course directory itself keeps only other accounts' search
+    permission: their servers reach the venv and the package by path, and nobody lists what else is there."""
     course_dir = Path(course_dir)
+    course_dir.chmod(stat.S_IMODE(course_dir.stat().st_mode) & ~0o006)
     package = course_dir / "perfaudit"
     for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "instructor", package / "fixtures"]:
         if path.exists():
@@ -99,11 +108,32 @@ def release(hub):
         raise SystemExit(f"nbgrader release_assignment failed:\n{done.stdout}\n{done.stderr}")
 
 
+def record_names(hub, python):
+    """The students' names in the gradebook, as the course's owner (perfaudit/hub/names.py): Formgrader lists
+    people, not "None, None". A failure is said, and the hub starts all the same."""
+    try:
+        logins = grp.getgrnam(hub.groups()[0]).gr_mem
+    except KeyError:
+        return
+    people = {login: names.name_of(login) for login in logins}
+    done = preflight.run_as_owner(hub, python, "perfaudit.hub.names", "--course-dir", str(hub.course),
+                                  json.dumps(people))
+    print(preflight.last_line(done) if done.returncode == 0 else
+          f"the students' names were not written to the gradebook: {preflight.last_line(done)}", file=sys.stderr)
+
+
 def main():
     hub = settings.from_environment()
-    owner = hub.owner.pw_uid
-    course_path = prepare(hub.exchange, hub.course_id, owner)
+    refused = preflight.root_owned(hub)
+    if refused:
+        raise SystemExit(refused)
+    course_path = prepare(hub.exchange, hub.course_id, hub.owner.pw_uid, hub.owner.pw_gid)
     protect(hub.course)
+    python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
+    problem = preflight.owner_problem(hub, python)
+    if problem:
+        raise SystemExit(problem)
+    record_names(hub, python)
     if not released(course_path):
         release(hub)
         print(f"released {ASSIGNMENT} to {course_path / 'outbound'}")

@@ -10,7 +10,7 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 import grp
 import os
 
-from perfaudit.hub import exchange, settings, userenv
+from perfaudit.hub import exchange, preflight, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 
 c = get_config()  # noqa: F821 (provided by jupyterhub)
@@ -19,7 +19,7 @@ course_id = hub.course_id
 students, instructors = hub.groups()
 # The Python every account's process runs (the course venv's, or a thin venv over it: perfaudit/hub/userenv.py).
 python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
-accounts_path = os.pathsep.join([str(python.parent), str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
+accounts_path = preflight.services_path(python, hub.venv_bin)
 
 
 def members(group):
@@ -77,9 +77,11 @@ c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]
 # Formgrader and the grading service run as the course directory's owner: an instructor's terminal in Formgrader
-# is that account's, never root's (unless root owns the course, as in a container, and they run as the hub does,
-# with the course venv's own Python).
+# is that account's, never root's. make hub refuses a course root owns (perfaudit/hub/preflight.py); started by hand
+# on such a course, they run as the hub does, with the course venv's own Python.
 owner = hub.owner.pw_name
+FORMGRADER_SHELL = "/bin/bash"
+PRIVATE = ["/bin/sh", "-c", f"umask {preflight.PRIVATE_UMASK:03o} && exec \"$0\" \"$@\""]  # then the command
 as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
 service_python = python if as_owner else hub.venv_bin / "python"
 hub_path = os.pathsep.join([str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
@@ -89,7 +91,13 @@ c.JupyterHub.services = [
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
         "name": course_id,
         "url": f"http://127.0.0.1:{hub.formgrader_port}",
-        "command": [str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+        # Under umask 007: what Formgrader writes (collected submissions, manual grades' journal, what its terminal
+        # makes) is born without other accounts' permissions; released pages are opened on purpose
+        # (perfaudit/hub/release_feedback.py).
+        "command": [*PRIVATE, str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+                    # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
+                    # no nbgrader); the course's environment as the service has it, make feedback included.
+                    f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
         "environment": service_environment,

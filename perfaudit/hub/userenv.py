@@ -6,7 +6,9 @@ with "Permission denied". Then the hub makes a thin venv in its folder from the 
 version (same ABI: the course venv's compiled packages load), whose site-packages, share/ and etc/ are links to
 the course venv's: its packages, editable install and .pth files, JupyterLab's assets, the nbgrader extensions'
 settings. (A link, not a .pth adding the folder: the grading sandbox binds the interpreter's site-packages
-folder, resolved, and would not see a folder a .pth adds.)
+folder, resolved, and would not see a folder a .pth adds.) The venv's commands (nbgrader, alembic, jupyter...) are
+copied into the thin venv's bin with its python in their first line: nbgrader runs `alembic` from PATH, and the
+venv's own starts with the Python only root runs.
 
 A fallback, said so in the hub's log: a different patch release of the same Python can differ in its standard
 library (under Debian's 3.11.2, soupsieve installed by a 3.11.7 fails to parse `img:not([alt])`, and nbgrader's
@@ -63,4 +65,24 @@ def accounts_python(venv_bin, where):
         thin_site.symlink_to(site)
         for shared in ("share", "etc"):
             (where / shared).symlink_to(Path(sys.prefix) / shared)
+    copy_commands(venv_python.parent, where / "bin")
     return where / "bin" / "python"
+
+
+def copy_commands(venv_bin, thin_bin):
+    """Each of the venv's console scripts (first line `#!<venv>/bin/python...`) into thin_bin, run by thin_bin's
+    python: the same command, through an interpreter every account can run. Written again at each start (a pip
+    install since may have added commands)."""
+    venv_bin, thin_bin = Path(venv_bin), Path(thin_bin)
+    for script in sorted(venv_bin.iterdir()):
+        copy = thin_bin / script.name
+        if script.name.startswith("python") or not script.is_file() or copy.is_symlink():
+            continue
+        with open(script, "rb") as read:
+            first, rest = read.readline(), read.read()
+        interpreter = first.removeprefix(b"#!").strip()
+        if not first.startswith(b"#!") or Path(os.fsdecode(interpreter)).parent.resolve() != venv_bin.resolve():
+            continue
+        copy.unlink(missing_ok=True)
+        copy.write_bytes(f"#!{thin_bin / 'python'}\n".encode() + rest)
+        copy.chmod(0o755)

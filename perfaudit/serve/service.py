@@ -14,6 +14,7 @@ exchange's owner check vouches for, and kept in the ledger: a restart never deci
 """
 
 import os
+import pwd
 import signal
 import sys
 import tempfile
@@ -33,20 +34,13 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde import sandbox, statefolder
 from perfaudit.autograde.limits import SandboxLimits
 from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
+from perfaudit.grade.coursedir import keep_from_other_accounts
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter
-from perfaudit.serve import exchange, notes
+from perfaudit.serve import exchange, notes, preflight
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
-
-
-def keep_from_other_accounts() -> None:
-    """Nothing this process makes is open to other accounts unless it says so: on a hub, students share the machine.
-    The gradebook it may create (every hidden test's source, every grade), autograded/ and feedback/ are born
-    without other accounts' permissions; the feedback it releases to the exchange is opened on purpose
-    (perfaudit/serve/exchange.py), the ledger closed on purpose (perfaudit/serve/ledger.py)."""
-    os.umask(os.umask(0) | 0o007)
 
 
 def log(out: Output, message: str) -> None:
@@ -273,6 +267,22 @@ class Service:
         for nb in exchange.notebooks(self.inbound(name)):
             exchange.release(self.exchange, secret, nb, page_for(nb))
 
+    def tell_waiting(self) -> int:
+        """Every complete submission in the exchange not yet answered gets the page "not graded yet: the grader is
+        being repaired" (the service cannot start, or stopped on a fault): nobody waits on a silent Fetch Feedback.
+        The same page each time; grading, once repaired, replaces it. Returns how many were told."""
+        answered = {name for name, record in self.ledger.submissions.items() if record.get("released_at")}
+        waiting = exchange.arrivals(self.exchange / "inbound", ASSIGNMENT, answered)
+        for name, *_ in waiting:
+            self.release_pages(name, notes.repair)
+        return len(waiting)
+
+    def preflight(self) -> list[str]:
+        """What this account cannot do of the service's work (perfaudit/serve/preflight.py): [] when it can grade."""
+        feedback = Path(self.coursedir.format_path(self.coursedir.feedback_directory, ".", ".")).resolve()
+        return preflight.problems(self.course_dir, [self.autograded, feedback], self.exchange / "inbound",
+                                  sandboxed=not self.scheduler)
+
     def pause(self, client: Client | None, name: str, why: str) -> None:
         """An environment fault: grading stops, the submissions in hand go back to the queue, students are told."""
         log(self.out, f"GRADING STOPPED: the grading environment failed: {why}. Students are told 'not graded yet: "
@@ -305,6 +315,9 @@ class Service:
         if not self.scheduler:
             sandbox.require()
         worker.venv_first_on_path()
+        found = self.preflight()
+        if found:
+            raise preflight.CannotStart(preflight.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
         # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
         warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
         interrupted = self.ledger.in_state("grading")

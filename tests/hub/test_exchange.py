@@ -30,7 +30,9 @@ def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
     for name in ("gradebook.db", "perfaudit/instructor/answers.py", "perfaudit/report.py"):
         (tmp_path / name).write_text("")
         (tmp_path / name).chmod(0o644)
+    tmp_path.chmod(0o755)
     exchange.protect(tmp_path)
+    assert mode(tmp_path) == "0o751"  # others search it for the venv and the package, never list it
     assert {p: mode(tmp_path / p) for p in ("source", "submitted", "gradebook.db", "perfaudit/instructor",
                                             "perfaudit/fixtures", ".git")} == {
         "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/instructor": "0o750",

@@ -1,14 +1,20 @@
 """The course on JupyterHub as a class uses it: a real hub (make hub's config and proxy), PAM logins, headless Chromium.
 
-The test makes a course of notebook 1 and three Linux accounts (two students, one instructor) with
-perfaudit.hub.accounts, installs the proxy with `make hub-proxy`, prepares the exchange as make hub does and starts
-jupyterhub on free loopback ports. In Chromium both students log in with their passwords, open the Assignments view
-in their own JupyterLab and Fetch; each one's notebook is replaced by a sample submission (correct, and one that
-hard-codes the identity's answer) as if typed, and each Submits from the page. The hub's grading service grades
-both: exact scores from the gradebook, then each student's Fetch Feedback brings their own score. The second
-student can neither reach the first's server through the hub nor read the first's home or submission by path or
-through the exchange; an instructor logs in, opens Formgrader (a hub service) and sees both scores; a student is
-refused Formgrader. Accounts, groups, processes and the exchange are gone afterwards.
+The test makes a course of notebook 1, owned by an account of its own (make hub refuses it while root owns it), and
+four Linux accounts (two students, an attacker student, one instructor) with perfaudit.hub.accounts, installs the
+proxy with `make hub-proxy`, prepares the exchange as make hub does (the course's owner checked able to grade, the
+roster's names put in the gradebook) and starts jupyterhub on free loopback ports. In Chromium both students log in
+with their passwords, open the Assignments view in their own JupyterLab and Fetch; each one's notebook is replaced
+by a sample submission (correct, and one that hard-codes the identity's answer) as if typed, and each Submits from
+the page. The hub's grading service, running as the course's owner, grades both: exact scores from the gradebook,
+then each student's Fetch Feedback brings their own score. The second student can neither reach the first's server
+through the hub nor read the first's home or submission by path or through the exchange. The attacker tries each
+route to the course, the others' work and the owner's rights (the course's secrets by path, a submission by its
+name, the hub's database, the grading service's Dask cluster, Formgrader's and the hub's APIs) and is refused; each
+path's refusal is shown to come from its modes. An instructor logs in, opens Formgrader (a hub service) and sees
+both scores under the roster's names; Formgrader's terminal is the course owner's with the course's environment, and
+what make feedback runs works there, leaving nothing root owns. Accounts, groups, processes and the exchange are
+gone afterwards.
 """
 
 import json
@@ -36,7 +42,7 @@ from serve_course import course_with_exchange, wait_for
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.instructor import course
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange, settings, userenv
+from perfaudit.hub import accounts, exchange, preflight, settings, userenv
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
 
@@ -46,32 +52,33 @@ SUBMISSIONS = {"correct": 5, "stage1-hardcoded-identity": 4}  # sample: notebook
 HUB_START_S = 180  # the hub waits for Formgrader's JupyterLab before it answers: two busy cores
 EXCHANGE_MS = 120_000
 CONFIG = paths.ROOT / "perfaudit" / "hub" / "jupyterhub_config.py"  # what make hub starts jupyterhub with
+FULL_NAMES = ("Ada Lovelace", "Grace Hopper", "Mallory Q")  # the roster's: Formgrader lists "Lovelace, Ada"
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """A running hub for a course of its own: {url, course, exchange, course_id, students, instructor, passwords}."""
+def hub():
+    """A running hub for a course of its own, owned by an account of its own as docs/hub.md asks: {url, course,
+    exchange, course_id, students, attacker, instructor, owner, passwords, state, log, python}."""
     if os.geteuid() != 0:
         pytest.fail("the hub test makes Linux accounts and runs the hub as root: run it as root (CI does)")
     tag = secrets.token_hex(3)
     course_id = f"hubtest{tag}"
     # The exchange must be reachable by every account: not under pytest's root-only folder. The course directory
-    # too, as /srv/course is: what keeps students out of it is its own modes, not a folder above it.
+    # and the hub's state folder too, as /srv/course and its .hub are: what keeps students out of them is their own
+    # modes, not a folder above them.
     shared = Path(tempfile.mkdtemp(prefix="perfaudit-hub-"))
     shared.chmod(0o755)
-    course_dir = course_with_exchange(shared / "course", settings="\n".join([
-        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
-    course_dir.chmod(0o755)
-    # A course kept in git, as this repository is: .git holds every version of source/.
-    _run(["git", "init", "-q"], cwd=course_dir)
-    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "course",
-          "--allow-empty"], cwd=course_dir)
-    _run(["git", "add", "source"], cwd=course_dir)
-    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "source"],
-         cwd=course_dir)
-    state = tmp_path_factory.mktemp("hub-state")
-    students, instructor = [f"pa{tag}s1", f"pa{tag}s2"], f"pa{tag}prof"
-    people = [(s, "student") for s in students] + [(instructor, "instructor")]
+    try:
+        course_dir = _course_in_git(shared / "course", course_id)
+    except BaseException:  # stopped before the teardown below is armed (Ctrl-C too): nothing left in /tmp
+        shutil.rmtree(shared, ignore_errors=True)
+        raise
+    state = shared / "hub-state"
+    state.mkdir(mode=0o755)  # as make hub-users leaves .hub: open, the hub's own files in it private
+    students, attacker, instructor = [f"pa{tag}s1", f"pa{tag}s2"], f"pa{tag}s3", f"pa{tag}prof"
+    owner = f"pa{tag}own"  # the course's `grader` account
+    people = [(s, "student", full) for s, full in zip([*students, attacker], FULL_NAMES)] + [
+        (instructor, "instructor", "")]
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, "PERFAUDIT_HUB_COURSE": str(course_dir), "PERFAUDIT_HUB_STATE": str(state),
            "PERFAUDIT_EXCHANGE": str(shared / "exchange"), "PERFAUDIT_HUB_URL": url,
@@ -81,9 +88,16 @@ def hub(tmp_path_factory):
     hub_process = None
     course_groups = settings.from_environment(env).groups()  # read from the course's config, removed with it
     try:
+        # make hub refuses a course root owns, in one line, before anything starts
+        refused = subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, capture_output=True,
+                                 text=True)
+        assert refused.returncode != 0 and refused.stderr.strip() == preflight.root_owned(
+            settings.from_environment(env)), refused.stderr
+        _run(["useradd", "--create-home", "--user-group", owner])
+        _run(["chown", "-R", f"{owner}:{owner}", str(course_dir)])
         passwords = accounts.add(people, hub=settings.from_environment(env))
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
-        # make hub's recipe: the exchange, then the hub
+        # make hub's recipe: the exchange (and the check that the course's owner can grade), then the hub
         _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
         log = state / "hub.log"
         with open(log, "w") as out:
@@ -93,17 +107,31 @@ def hub(tmp_path_factory):
         _wait_for_hub(url, hub_process, log)
         python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
-               "students": students, "instructor": instructor, "passwords": passwords, "log": log,
-               "python": python}
+               "students": students, "attacker": attacker, "instructor": instructor, "owner": owner,
+               "passwords": passwords, "log": log, "state": state, "python": python}
     finally:
         _stop(hub_process)
-        left = accounts.remove(people, hub=settings.from_environment(env))
+        left = accounts.remove([*people, (owner, None)], hub=settings.from_environment(env))
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
     groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
         assert not _listening(port), f"port {port} is still in use after the hub stopped"
+
+
+def _course_in_git(folder, course_id):
+    """Notebook 1's course, released, kept in git as this repository is: .git holds every version of source/."""
+    course_dir = course_with_exchange(folder, settings="\n".join([
+        "c.GradingService.poll_seconds = 0.5", f"c.CourseDirectory.course_id = {course_id!r}"]))
+    course_dir.chmod(0o755)
+    _run(["git", "init", "-q"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "course",
+          "--allow-empty"], cwd=course_dir)
+    _run(["git", "add", "source"], cwd=course_dir)
+    _run(["git", "-c", "user.name=instructor", "-c", "user.email=instructor@course", "commit", "-qm", "source"],
+         cwd=course_dir)
+    return course_dir
 
 
 def _run(argv, **kwargs):
@@ -327,8 +355,58 @@ def cannot_reach_the_graders_cluster(reader, python, course_dir):
     assert json.loads(done.stdout.splitlines()[-1]) == [], f"{reader} ran code on the grader's cluster: {ports}"
 
 
+def cannot_read_a_submission_by_name(reader, submission):
+    """`reader`, knowing another student's inbound folder's name (nbgrader's exchange: students may write, not read,
+    others' folders), can neither list it, read its notebook, nor write in it; with other accounts' permissions given
+    to the folder and its files (nbgrader's own 0777/0644), the same commands read it."""
+    notebook = submission / NOTEBOOK
+    attempts = (["ls", str(submission)], ["head", "-c", "16", str(notebook)], ["touch", str(submission / "x")])
+    for argv in attempts:
+        done = as_account(reader, *argv)
+        assert done.returncode != 0 and "Permission denied" in done.stderr, (
+            f"{reader} ran {' '.join(argv)}: {done.returncode}\n{done.stdout[:300]}")
+    modes = {p: p.stat().st_mode for p in (submission, notebook)}
+    try:
+        submission.chmod(0o777)
+        notebook.chmod(0o644)
+        assert all(as_account(reader, *argv).returncode == 0 for argv in attempts[:2]), "refused for another reason"
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+        (submission / "x").unlink(missing_ok=True)
+
+
+def cannot_read_the_hubs_database(reader, state):
+    """The hub's database (every user's tokens) is refused to `reader`; readable with 0644, its folder being open."""
+    database = state / "jupyterhub.sqlite"
+    argv = ["head", "-c", "16", str(database)]
+    done = as_account(reader, *argv)
+    assert done.returncode != 0 and "Permission denied" in done.stderr, f"{reader} read {database}"
+    mode = database.stat().st_mode
+    try:
+        database.chmod(0o644)
+        assert as_account(reader, *argv).returncode == 0, f"{database}: refused for another reason than its mode"
+    finally:
+        database.chmod(mode)
+
+
+def formgrader_api(hub):
+    """Formgrader's own API, under its hub service: the gradebook's students and submissions."""
+    base = f"/services/{hub['course_id']}/formgrader"
+    return [f"{base}/api/students", f"{base}/api/submissions/{ASSIGNMENT}", f"{base}/api/assignments",
+            f"/services/{hub['course_id']}/api/contents/gradebook.db"]
+
+
+def hub_api(hub):
+    """The hub's REST API on what is not the caller's: the users, the instructor, another student, a token."""
+    return [("GET", "/hub/api/users"), ("GET", f"/hub/api/users/{hub['instructor']}"),
+            ("GET", f"/hub/api/users/{hub['students'][0]}"), ("POST", f"/hub/api/users/{hub['instructor']}/tokens"),
+            ("GET", f"/hub/api/groups/formgrade-{hub['course_id']}")]
+
+
 def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts):
     first, second = hub["students"]
+    attacker = hub["attacker"]
     chosen = dict(zip(hub["students"], SUBMISSIONS))
     with logged_in(chromium, hub, first, artifacts) as page_1, logged_in(chromium, hub, second, artifacts) as page_2:
         pages = {first: page_1, second: page_2}
@@ -354,11 +432,9 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         [submission] = [p for p in hub["exchange"].joinpath("inbound").iterdir() if p.name.startswith(f"{first}+")]
         cannot_read_by_path(second, home(first), home(first) / ASSIGNMENT / NOTEBOOK)
         cannot_list_the_exchange(second, hub["exchange"])
-        # ... in the course directory, and through the grading service's Dask cluster (the course owner's rights).
-        cannot_read_the_course(second, hub["course"])
-        cannot_reach_the_graders_cluster(second, hub["python"], hub["course"])
         assert exchange.loosened(hub["exchange"].parent, hub["course_id"]) == []
         assert submission.owner() == first  # the service's per-student limit counts the hub account that submitted
+        assert {p.group() for p in [submission, *submission.iterdir()]} == {hub["owner"]}  # read through the group
 
         # A student is refused Formgrader (a hub service for the instructors' group) and has no grading service
         # page to reach: it has no route through the proxy.
@@ -366,11 +442,89 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         assert page_1.request.get(f"{hub['url']}{formgrader}").status == 403
         assert page_1.request.get(f"{hub['url']}/services/grading/").status == 404
 
+    # The attacker, a third student, tries each route to the course, the others' work and the owner's rights.
+    # By path, as their own code runs: the course directory, another's submission by its name, the hub's database.
+    cannot_read_the_course(attacker, hub["course"])
+    cannot_read_a_submission_by_name(attacker, submission)
+    cannot_read_the_hubs_database(attacker, hub["state"])
+    # ... the grading service's Dask cluster (it would run their code as the course's owner)
+    cannot_reach_the_graders_cluster(attacker, hub["python"], hub["course"])
+    # ... and, logged in, Formgrader's API and the hub's API. Each route is real: the instructor reads Formgrader's
+    # (the same requests answer 200 with the students in them).
+    refused = {}
+    with logged_in(chromium, hub, attacker, artifacts, then="/hub/home") as page:
+        page.wait_for_url("**/hub/home**")
+        for path in formgrader_api(hub):
+            refused[path] = page.request.get(f"{hub['url']}{path}").status  # through the hub's OAuth: refused
+        xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
+
+        def hub_request(method, path):
+            return page.request.fetch(f"{hub['url']}{path}", method=method, headers={"X-XSRFToken": xsrf})
+
+        for method, path in hub_api(hub):
+            refused[f"{method} {path}"] = hub_request(method, path).status
+        own = hub_request("GET", f"/hub/api/users/{attacker}")  # the same cookie reads the attacker's own record
+        assert own.ok and own.json()["name"] == attacker, own.status
+    assert all(status in (403, 404) for status in refused.values()), refused
+
     with logged_in(chromium, hub, hub["instructor"], artifacts, then=f"{formgrader}/manage_students") as page:
         page.wait_for_url(f"**{formgrader}/manage_students**")
         rows = page.locator("table tbody tr")
-        for name in hub["students"]:
+        for name, full in zip(hub["students"], FULL_NAMES):
             row = rows.filter(has_text=name)
             row.wait_for()
-            assert f"{SUBMISSIONS[chosen[name]]} / 5" in " ".join(row.inner_text().split()), row.inner_text()
+            shown = " ".join(row.inner_text().split())
+            assert f"{SUBMISSIONS[chosen[name]]} / 5" in shown and "{1}, {0}".format(*full.split()) in shown, shown
         page.screenshot(path=str(artifacts / "hub-formgrader.png"))
+        # The routes the attacker was refused answer the instructor.
+        for path in formgrader_api(hub)[:2]:
+            answer = page.request.get(f"{hub['url']}{path}")
+            assert answer.ok and first in answer.text(), (path, answer.status)
+        # Formgrader's terminal: the course's owner, with the course's environment (not a login shell's PATH).
+        terminal = open_terminal(page, hub)
+    the_terminal_has_the_course_s_environment(hub, terminal)
+    # What make feedback runs, from that terminal after manual grading: every page again, as the course's owner;
+    # and nothing in the course is root's afterwards (the hub's own steps and this test's reads included).
+    done = as_account(hub["owner"], "env", f"PATH={terminal.environ()['PATH']}", f"HOME={home(hub['owner'])}",
+                      "sh", "-c", f"umask {umask(terminal)} && cd '{hub['course']}' && python -m perfaudit.grade "
+                      "--feedback-only")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    pages = sorted((hub["course"] / "feedback").glob(f"*/{ASSIGNMENT}/{STEM}.html"))
+    assert len(pages) == 2 and not (hub["course"] / "feedback").stat().st_mode & 0o007
+    refused = as_account(hub["attacker"], "head", "-c", "16", str(pages[0]))  # nbgrader writes pages 0644, in there
+    assert refused.returncode != 0 and "Permission denied" in refused.stderr, refused.stdout
+    not_owners = [str(p) for p in [hub["course"], *hub["course"].rglob("*")] if p.owner() != hub["owner"]]
+    assert not_owners == [], not_owners
+
+
+def umask(process):
+    return next(line.split()[1] for line in Path(f"/proc/{process.pid}/status").read_text().splitlines()
+                if line.startswith("Umask:"))
+
+
+def open_terminal(page, hub):
+    """A terminal in Formgrader's JupyterLab, opened by the instructor (its REST API, with their cookie): the
+    process of its shell."""
+    base = f"{hub['url']}/services/{hub['course_id']}"
+    xsrf = page.evaluate("() => (document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || ''")
+    made = page.request.post(f"{base}/api/terminals", headers={"X-XSRFToken": xsrf})
+    assert made.ok, (made.status, made.text()[:300])
+    [formgrader] = [p for p in psutil.process_iter(["cmdline"])
+                    if f"--ServerApp.root_dir={hub['course']}" in (p.info["cmdline"] or [])]
+    deadline = time.monotonic() + 30
+    while not (shells := [c for c in formgrader.children() if c.name() == "bash"]):
+        assert time.monotonic() < deadline, "no shell under Formgrader after opening a terminal"
+        time.sleep(0.2)
+    return shells[0]
+
+
+def the_terminal_has_the_course_s_environment(hub, shell):
+    """The shell runs as the course's owner, not as a login shell (whose /etc/profile resets PATH), and python,
+    nbgrader and alembic run there, perfaudit importable."""
+    assert shell.username() == hub["owner"] and shell.cmdline() == ["/bin/bash"], shell.cmdline()
+    assert umask(shell) == "0007"  # Formgrader's: what the terminal makes is born without other accounts' rights
+    path = shell.environ()["PATH"]
+    assert path.split(os.pathsep)[0] == str(hub["python"].parent), path
+    done = as_account(hub["owner"], "env", "-i", f"PATH={path}", f"HOME={home(hub['owner'])}", "sh", "-c",
+                      "nbgrader --version && alembic --version && python -c 'import perfaudit'")
+    assert done.returncode == 0, done.stderr[-2000:]

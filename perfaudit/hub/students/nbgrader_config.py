@@ -7,3 +7,5 @@ c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = os.environ["PERFAUDIT_COURSE_ID"]
 c.Exchange.root = os.environ["PERFAUDIT_EXCHANGE"]
+# A submission readable by the student and the course's owner only, not by whoever learns its folder's name.
+c.ExchangeFactory.submit = "perfaudit.hub.submit.PrivateSubmit"

@@ -1,0 +1,62 @@
+"""Before the hub starts (make hub): the course's owner can run what Formgrader and the grading service run.
+
+Both run as the course directory's owner, with the Python every account runs (perfaudit/hub/userenv.py) and the
+services' PATH. make hub runs `python -m perfaudit.serve --check` as that account, with that environment: nbgrader,
+`alembic` (which nbgrader runs from PATH), bubblewrap, the folders the service writes. A course root owns is refused:
+Formgrader's terminal would be a root shell for every instructor, and the grading service would grade as root.
+Each answer is one line.
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+PRIVATE_UMASK = 0o007  # what the course's processes make is never other accounts' (a gradebook made by names.py)
+CHECK_TIMEOUT_S = 300  # imports nbgrader, JAX's canary is not run: a minute on a busy machine
+
+
+def services_path(python, venv_bin):
+    """PATH of Formgrader, the grading service and each person's JupyterLab: the Python every account runs (with
+    the venv's commands beside it, when it is the thin venv), then the venv's own bin."""
+    return os.pathsep.join(dict.fromkeys([str(Path(python).parent), str(venv_bin),
+                                          os.environ.get("PATH", "/usr/bin:/bin")]))
+
+
+def root_owned(hub):
+    """The one line that refuses a course root owns, or None."""
+    if hub.owner.pw_uid != 0:
+        return None
+    return (f"Refused: root owns the course directory {hub.course}, so Formgrader's terminal would be a root shell "
+            "for every instructor and the grading service would grade as root. Give the course an account of its "
+            f"own: useradd --create-home grader && chown -R grader: {hub.course} (docs/hub.md).")
+
+
+def run_as_owner(hub, python, *args):
+    """`python -m ARGS` as the course's owner, with the services' environment: the finished process."""
+    env = {**os.environ, "PATH": services_path(python, hub.venv_bin), "PERFAUDIT_EXCHANGE": str(hub.exchange),
+           "HOME": hub.owner.pw_dir}
+    as_owner = ["runuser", "-u", hub.owner.pw_name, "--"] if os.geteuid() == 0 and hub.owner.pw_uid != 0 else []
+    return subprocess.run([*as_owner, str(python), "-m", *args], cwd="/", env=env, capture_output=True, text=True,
+                          timeout=CHECK_TIMEOUT_S, umask=PRIVATE_UMASK)
+
+
+def last_line(done):
+    """The command's own last line (its stdout's), else its error's (a traceback's last line, runuser's)."""
+    for stream in (done.stdout, done.stderr):
+        said = [line for line in stream.splitlines() if line.strip()]
+        if said:
+            return said[-1]
+    return f"exit status {done.returncode}"
+
+
+def owner_problem(hub, python):
+    """Why the course's owner cannot run the grading service's commands, in one line; None when it can."""
+    try:
+        done = run_as_owner(hub, python, "perfaudit.serve", "--check", "--course-dir", str(hub.course))
+    except subprocess.TimeoutExpired:
+        return f"The course's owner {hub.owner.pw_name} could not be checked: the check took over {CHECK_TIMEOUT_S} s."
+    if done.returncode == 0:
+        return None
+    if "The grading service cannot grade" in last_line(done):
+        return last_line(done)
+    return f"The course's owner {hub.owner.pw_name} cannot run {python} -m perfaudit.serve: {last_line(done)}"
