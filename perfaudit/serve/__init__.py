@@ -2,6 +2,7 @@
 
 __main__.py  the command line: options, --status
 settings.py  GradingService: the limit, the poll interval, the owner check (nbgrader_config.py)
+readiness.py whether this account can run what the service runs (--check, and each start), in one line
 ledger.py    every submission the service has seen and what became of it, one JSON file beside the gradebook
 exchange.py  the exchange's inbound (what arrived, from whom), collect into submitted/, release feedback
 notes.py     the feedback pages the service writes itself: limited, could not be graded, being repaired

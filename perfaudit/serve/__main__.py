@@ -18,9 +18,9 @@ from perfaudit.grade import coursedir
 from perfaudit.autograde.canary import GradingEnvironmentError
 from perfaudit.autograde.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
-from perfaudit.serve import preflight
+from perfaudit.serve import readiness
 from perfaudit.serve.ledger import status_lines
-from perfaudit.serve.preflight import CannotStart
+from perfaudit.serve.readiness import CannotStart
 from perfaudit.serve.service import Service
 
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.check:
             raise
         account = pwd.getpwuid(os.geteuid()).pw_name
-        print(preflight.one_line(account, [f"cannot make {error.filename} ({error.strerror})"]))
+        print(readiness.one_line(account, [f"cannot make {error.filename} ({error.strerror})"]))
         return 2
     if args.status:
         print(f"ledger: {service.ledger.path}")
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         found = service.preflight()
         account = pwd.getpwuid(os.geteuid()).pw_name
-        print(preflight.one_line(account, found) if found else f"The grading service can grade as {account}.")
+        print(readiness.one_line(account, found) if found else f"The grading service can grade as {account}.")
         return 2 if found else 0
     # On a hub the service's output goes to the hub's own: the instructor reads it in a file of the course as well.
     with open(service.batch_state.dir / LOG_NAME, "a", encoding="utf-8") as log:

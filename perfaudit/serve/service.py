@@ -38,7 +38,7 @@ from perfaudit.grade.coursedir import keep_from_other_accounts
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter
-from perfaudit.serve import exchange, notes, preflight
+from perfaudit.serve import exchange, notes, readiness
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
@@ -278,9 +278,9 @@ class Service:
         return len(waiting)
 
     def preflight(self) -> list[str]:
-        """What this account cannot do of the service's work (perfaudit/serve/preflight.py): [] when it can grade."""
+        """What this account cannot do of the service's work (perfaudit/serve/readiness.py): [] when it can grade."""
         feedback = Path(self.coursedir.format_path(self.coursedir.feedback_directory, ".", ".")).resolve()
-        return preflight.problems(self.course_dir, [self.autograded, feedback], self.exchange / "inbound",
+        return readiness.problems(self.course_dir, [self.autograded, feedback], self.exchange / "inbound",
                                   sandboxed=not self.scheduler)
 
     def pause(self, client: Client | None, name: str, why: str) -> None:
@@ -317,7 +317,7 @@ class Service:
         worker.venv_first_on_path()
         found = self.preflight()
         if found:
-            raise preflight.CannotStart(preflight.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
+            raise readiness.CannotStart(readiness.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
         # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
         warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
         interrupted = self.ledger.in_state("grading")

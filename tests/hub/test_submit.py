@@ -9,7 +9,7 @@ import stat
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
-from perfaudit.hub import release_feedback, settings, submit
+from perfaudit.hub import settings, submit
 
 
 def test_a_copy_in_a_setgid_folder_keeps_its_group_for_the_files_written_after_it(tmp_path):
@@ -31,21 +31,6 @@ def test_a_copy_in_a_setgid_folder_keeps_its_group_for_the_files_written_after_i
     shutil.copytree(work, inbound / "plain")  # copytree alone: the folder takes the source's mode, the bit gone
     assert not (inbound / "plain").stat().st_mode & stat.S_ISGID
     assert shutil.copystat.__name__ == "copystat"
-
-
-def test_a_released_feedback_page_is_readable_whatever_mode_it_was_made_with(tmp_path, monkeypatch):
-    """nbgrader's release_feedback copies a page with its own mode: made 0660 under the course's umask, it would be
-    unreadable to the student's Fetch Feedback."""
-    def copy_as_nbgrader(self):
-        page = tmp_path / "abc123.html"
-        page.write_text("<html></html>")
-        page.chmod(0o660)
-
-    monkeypatch.setattr(release_feedback.ExchangeReleaseFeedback, "copy_files", copy_as_nbgrader)
-    step = release_feedback.ReadableReleaseFeedback.__new__(release_feedback.ReadableReleaseFeedback)
-    step.dest_path = str(tmp_path)
-    step.copy_files()
-    assert oct(stat.S_IMODE((tmp_path / "abc123.html").stat().st_mode)) == "0o644"
 
 
 def test_the_course_releases_feedback_and_students_submit_with_these_steps(monkeypatch):

@@ -1,4 +1,4 @@
-"""The grading service's check of what it runs (perfaudit/serve/preflight.py), and what students read when it cannot
+"""The grading service's check of what it runs (perfaudit/serve/readiness.py), and what students read when it cannot
 grade: a command that does not run is named in one line; a service that cannot start tells each waiting submission
 "not graded yet" and writes the reason in the course's log."""
 
@@ -9,7 +9,7 @@ import pytest
 from serve_course import course_with_exchange, fetch_feedback, service, student_home, submit
 
 from perfaudit import paths
-from perfaudit.serve import notes, preflight
+from perfaudit.serve import notes, readiness
 
 STEM = paths.STAGES[1].removesuffix(".ipynb")
 
@@ -27,21 +27,21 @@ def test_a_command_that_does_not_run_is_named_with_why(tmp_path, monkeypatch):
     _command(bin_dir, "broken", "#!/bin/sh\necho 'no module named nbgrader' >&2\nexit 1\n")
     _command(bin_dir, "fine", "#!/bin/sh\necho 1.0\n")
     monkeypatch.setenv("PATH", str(bin_dir))
-    assert preflight.command_problem("fine") is None
-    assert preflight.command_problem("absent") == f"no `absent` on PATH ({bin_dir})"
-    assert preflight.command_problem("alembic").startswith(f"`{bin_dir / 'alembic'}` does not run: ")
-    failed = preflight.command_problem("broken")
+    assert readiness.command_problem("fine") is None
+    assert readiness.command_problem("absent") == f"no `absent` on PATH ({bin_dir})"
+    assert readiness.command_problem("alembic").startswith(f"`{bin_dir / 'alembic'}` does not run: ")
+    failed = readiness.command_problem("broken")
     assert failed == f"`{bin_dir / 'broken'} --version` failed (1): no module named nbgrader"
 
 
 def test_a_folder_the_service_makes_counts_as_the_folder_it_is_made_in(tmp_path):
-    assert preflight.folder_problem(tmp_path / "autograded" / "x", os.W_OK, "write in") is None
-    assert preflight.one_line("grader", ["a", "b"]) == "The grading service cannot grade as grader: a; b."
+    assert readiness.folder_problem(tmp_path / "autograded" / "x", os.W_OK, "write in") is None
+    assert readiness.one_line("grader", ["a", "b"]) == "The grading service cannot grade as grader: a; b."
 
 
 def test_the_service_here_can_grade(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}{os.pathsep}{os.environ['PATH']}")
-    assert preflight.problems(tmp_path, [tmp_path / "autograded"], tmp_path / "exchange" / "inbound") == []
+    assert readiness.problems(tmp_path, [tmp_path / "autograded"], tmp_path / "exchange" / "inbound") == []
 
 
 @pytest.mark.slow  # a course released, a submission, the service started
