@@ -125,7 +125,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return kc
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        env = {**sandbox.student_env(), **sandbox.grader_package_path()}
+        env = sandbox.student_env()
         if self._sandboxed:
             kernel_cmd = self._sandbox_connection_file(kernel_cmd)
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below

@@ -166,14 +166,20 @@ def student_env(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in grader_env.items() if k.startswith(PASSED_THROUGH) and k != BWRAP}
 
 
-def grader_package_path(grader_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """{"PYTHONPATH": folder} where the grader imports perfaudit through PYTHONPATH (a second checkout of the course,
-    a git worktree), else {}: the kernel then imports the grader's perfaudit, which is the folder the sandbox binds,
-    not the one the installed distribution points to. The folder alone: nothing else of the grader's PYTHONPATH."""
+def package_seen_installed(grader_env: Mapping[str, str] | None = None) -> str | None:
+    """Where the kernel also sees the grader's perfaudit folder: the folder the installed (editable) distribution
+    points to, where the grader found its perfaudit through PYTHONPATH instead (a second checkout of the course, a
+    git worktree); else None. The kernel then imports the grader's code, found where and when the installed one would
+    be (after the working folder), and nothing else of the grader's PYTHONPATH."""
     grader_env = os.environ if grader_env is None else grader_env
-    folder = str(Path(perfaudit.__file__).resolve().parents[1])
-    entries = [str(Path(entry).resolve()) for entry in grader_env.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    return {"PYTHONPATH": folder} if folder in entries else {}
+    package = Path(perfaudit.__file__).resolve().parent
+    entries = [Path(entry).resolve() for entry in grader_env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    if package.parent not in entries:
+        return None
+    finders = [m for name, m in list(sys.modules.items()) if name.startswith("__editable___perfaudit_")]
+    installed = next((m.MAPPING.get("perfaudit") for m in finders if isinstance(getattr(m, "MAPPING", None), dict)),
+                     None)
+    return installed if installed and Path(installed).resolve() != package else None
 
 
 def unsandboxed_env(env: dict[str, str]) -> dict[str, str]:
@@ -265,8 +271,15 @@ def command(argv: Sequence[str], *, submission: str | Path, private: str | Path,
     empty.write_bytes(b"")
     empty_folder = Path(private) / "empty-folder"
     empty_folder.mkdir(exist_ok=True)
-    for path in _instructor_only_paths():  # in the package folder, but never the student's to read
-        args += ["--ro-bind", str(empty_folder if os.path.isdir(path) else empty), path]
+    package = str(Path(perfaudit.__file__).resolve().parent)
+    masked = {path: path for path in _instructor_only_paths()}  # {where the kernel sees it: the grader's path}
+    installed = package_seen_installed()
+    if installed is not None:  # the grader's perfaudit, where the kernel's installed finder looks for it
+        args += _parents_world_searchable([installed], made=set(readable))
+        args += ["--ro-bind", package, installed]
+        masked.update({installed + path[len(package):]: path for path in list(masked)})
+    for seen, path in masked.items():  # in the package folder, but never the student's to read
+        args += ["--ro-bind", str(empty_folder if os.path.isdir(path) else empty), seen]
     args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
     args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():

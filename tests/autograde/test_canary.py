@@ -60,7 +60,7 @@ def test_a_broken_environment_grades_nobody_then_the_fixed_one_grades_everyone(c
     if broken == "course package elsewhere":
         # `python -m` in a course folder holding a copy of the package: the grader imports the copy (the working
         # folder comes first on its path), the sandbox binds that copy only, the kernel looks for the installed one.
-        # (A copy the grader found through PYTHONPATH is the kernel's too: sandbox.grader_package_path.)
+        # (A copy the grader found through PYTHONPATH is the kernel's too: sandbox.package_seen_installed.)
         shutil.copytree(paths.ROOT / "perfaudit", class_of_two / "perfaudit")
     elif broken == "JAX not installed":
         within = uninstalled(*NO_JAX)

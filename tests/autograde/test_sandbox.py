@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -209,13 +210,31 @@ def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
     assert max(uids) < 2**32 - 1
 
 
-def test_the_kernel_imports_the_grader_s_perfaudit_where_pythonpath_chose_it():
-    """A second checkout (a git worktree) graded with PYTHONPATH: its perfaudit, the folder the sandbox binds, is
-    the kernel's too; nothing else of the grader's PYTHONPATH. Installed as usual: the kernel's env has none."""
-    folder = str(paths.ROOT)
-    assert sandbox.grader_package_path({"PYTHONPATH": f"/elsewhere{os.pathsep}{folder}"}) == {"PYTHONPATH": folder}
-    assert sandbox.grader_package_path({"PYTHONPATH": "/elsewhere"}) == {}
-    assert sandbox.grader_package_path({}) == {}
+@needs_bubblewrap
+def test_the_kernel_imports_the_grader_s_perfaudit_where_pythonpath_chose_it(tmp_path, monkeypatch):
+    """A second checkout (a git worktree) graded with PYTHONPATH: the kernel sees that checkout's perfaudit where the
+    installed distribution points, so it imports the grader's code, in the same order as an installed one (after
+    the working folder); the answers read as empty there too. Installed as usual: nothing more is bound."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(paths.ROOT / "perfaudit", checkout / "perfaudit", ignore=shutil.ignore_patterns("fixtures"))
+    (checkout / "perfaudit" / "__init__.py").write_text("CHECKOUT = 'the grader'\n")
+    finder = types.ModuleType("__editable___perfaudit_0_0_finder")
+    finder.MAPPING = {"perfaudit": str(checkout / "perfaudit")}  # type: ignore[attr-defined]
+    for name in [name for name in sys.modules if name.startswith("__editable___perfaudit_")]:
+        monkeypatch.delitem(sys.modules, name)  # this machine's own install: the test's stands in for it
+    monkeypatch.setitem(sys.modules, finder.__name__, finder)
+    monkeypatch.setenv("PYTHONPATH", str(paths.ROOT))
+    assert sandbox.package_seen_installed() == str(checkout / "perfaudit")
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    command = sandbox.command([sys.executable, "-c", f"import os; print(sorted(os.listdir({str(checkout)!r} + "
+                                                     "'/perfaudit/instructor')), open("
+                                                     f"{str(checkout)!r} + '/perfaudit/__init__.py').read())"],
+                              submission=folder, private=tmp_path, limits=SandboxLimits())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.stdout == f"[] {(paths.ROOT / 'perfaudit' / '__init__.py').read_text()}\n", done.stderr
+    monkeypatch.delenv("PYTHONPATH")
+    assert sandbox.package_seen_installed() is None
 
 
 @needs_bubblewrap
