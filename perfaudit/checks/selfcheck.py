@@ -11,6 +11,7 @@ of the work it must cover, never against a fixed number. Nothing here imports th
 run where the student runs them.
 """
 
+import collections.abc
 import itertools
 import json
 import os
@@ -61,8 +62,11 @@ def check_counts_traces_not_calls(audited, traces):
 
 
 def _steady_list(steady, steady_calls, what):
+    """steady_s as a list: any 1-D sequence of numbers (a list, a tuple, a deque, a NumPy array)."""
     if isinstance(steady, np.ndarray) and steady.ndim == 1:
         steady = steady.tolist()
+    elif isinstance(steady, collections.abc.Iterable) and not isinstance(steady, (str, bytes, dict, np.ndarray)):
+        steady = list(steady)
     if not isinstance(steady, (list, tuple)) or len(steady) != steady_calls:
         found = f"it holds {len(steady)}" if isinstance(steady, (list, tuple)) else f"found {type(steady).__name__}"
         fail(f"{what}: steady_s should be a sequence of {steady_calls} timings in seconds, one per steady call; "
@@ -79,7 +83,8 @@ def _covers(timings, spans):
 def check_timings_of_watched_calls(jit, first, steady, shape, what, claim=""):
     """first_call_s and steady_s against the calls `jit` (watched.WatchedJit) saw: the first call at `shape` traced
     and compiled and is covered by first_call_s, result waited for; each steady timing covers a later call of its
-    own at that shape, result waited for. claim: words put before each failure (a report's claim it contradicts)."""
+    own at that shape, result waited for. claim: words put before each failure (a report's claim it contradicts).
+    Returns the timed first call (watched.Call)."""
     def failed(message):
         fail(f"{what}: {claim}{message}")
 
@@ -91,13 +96,13 @@ def check_timings_of_watched_calls(jit, first, steady, shape, what, claim=""):
     if not compiling:
         failed(f"no call of the function made by the jit it was given traced at {list(shape)}, the shape the report "
                "gives: time the first call of a newly jitted function at that shape.")
-    slowest = max(calls[i].returned_s for i in compiling)
-    if first + CLOCK_SLACK_S < slowest:
+    first_call = calls[compiling[-1]]  # of the function timed: the last made that traced at that shape
+    if first + CLOCK_SLACK_S < first_call.returned_s:
         failed(f"first_call_s is {first * 1e3:.3f} ms, but the function's first call at {list(shape)} took "
-               f"{slowest * 1e3:.3f} ms just to trace and compile: the call you timed as the first was a warm "
-               "one, made after the function was already compiled. Time the very first call of the newly jitted "
-               "function, with nothing calling it before, from just before the call until block_until_ready().")
-    first_call = calls[compiling[-1]]
+               f"{first_call.returned_s * 1e3:.3f} ms just to trace and compile: the call you timed as the first "
+               "was a warm one, made after the function was already compiled. Time the very first call of the newly "
+               "jitted function, with nothing calling it before, from just before the call until "
+               "block_until_ready().")
     if first_call.span_s is None:
         failed("the first call's result was never waited for: first_call_s stopped the clock when the call "
                "returned, which holds the tracing and compiling but not the run. Call block_until_ready() on the "
@@ -106,7 +111,7 @@ def check_timings_of_watched_calls(jit, first, steady, shape, what, claim=""):
         failed(f"first_call_s ({first * 1e3:.3f} ms) is shorter than the first call took from the call until its "
                f"result was ready ({first_call.span_s * 1e3:.3f} ms): the clock stopped before the result was "
                "ready, and block_until_ready() came after it. Stop the clock only after block_until_ready().")
-    later = [call for call in calls[compiling[-1] + 1:] if call.shape == shape]
+    later = [call for call in calls[compiling[-1] + 1:] if call.shape == shape and call.function == first_call.function]
     waited = [call.span_s for call in later if call.span_s is not None]
     if len(waited) < len(steady):
         failed(f"steady_s holds {len(steady)} timings, but of the {len(later)} calls at {list(shape)} after the "
@@ -117,6 +122,7 @@ def check_timings_of_watched_calls(jit, first, steady, shape, what, claim=""):
         failed("a steady timing is shorter than the call it times took from the call until its result was ready: "
                "the clock stopped before block_until_ready() returned. Time each steady call from just before "
                "the call until block_until_ready() returns.")
+    return first_call
 
 
 def check_first_call_is_cold(gather_evidence, steady_calls=5):
@@ -152,20 +158,21 @@ def check_audit_is_measured(run_audit, steady_calls=5):
     steady = _steady_list(timings.get("steady_s"), steady_calls, what)
     shape = tuple(timings.get("shape") or ())
     claim = "it says \"synchronized\": true, but " if timings.get("synchronized") is True else ""
-    check_timings_of_watched_calls(jit, first, steady, shape, what, claim)
-    calls = [call for call in jit.calls if call.shape == shape]
-    if timings.get("dtype") != calls[0].dtype:
-        fail(f"{what}: timings.dtype is {timings.get('dtype')!r}, but the calls timed were at {calls[0].dtype}: "
+    timed = check_timings_of_watched_calls(jit, first, steady, shape, what, claim)
+    calls = [call for call in jit.calls if call.function == timed.function]
+    if timings.get("dtype") != timed.dtype:
+        fail(f"{what}: timings.dtype is {timings.get('dtype')!r}, but the calls timed were at {timed.dtype}: "
              "take it from the input (str(x.dtype)), not typed in.")
-    called = sorted({call.shape for call in jit.calls})
+    called = sorted({call.shape for call in calls})
     said = sorted(tuple(s) for s in tracing.get("shapes") or [] if isinstance(s, (list, tuple)))
     if said != called:
         fail(f"{what}: tracing.shapes is {tracing.get('shapes')!r}, but the function was called at "
              f"{[list(s) for s in called]}: take the shapes from the inputs you called it with (list(x.shape)).")
-    if jit.jaxpr_traces and tracing.get("read_before_make_jaxpr") is True and \
-            tracing.get("trace_count") != jit.jaxpr_traces[0]:
+    before_jaxpr = jit.jaxpr_traces[timed.function]
+    if before_jaxpr and tracing.get("read_before_make_jaxpr") is True and \
+            tracing.get("trace_count") != before_jaxpr[0]:
         fail(f"{what}: it says \"read_before_make_jaxpr\": true, but trace_count is {tracing.get('trace_count')!r} "
-             f"and the function had traced {jit.jaxpr_traces[0]} times when jax.make_jaxpr began: read the counter "
+             f"and the function had traced {before_jaxpr[0]} times when jax.make_jaxpr began: read the counter "
              "after the last call and before jax.make_jaxpr.")
 
 

@@ -20,8 +20,9 @@ class Call:
     """One call of a watched function, on one clock: when it arrived, whether it traced, how long it took to
     return, and when its result was let be ready (None: the caller never waited for it)."""
 
-    def __init__(self, shape, dtype, arrived, hold_s):
+    def __init__(self, shape, dtype, arrived, hold_s, function=0):
         self.shape, self.dtype, self.arrived, self.hold_s = shape, dtype, arrived, hold_s
+        self.function = function  # which function the jit made, numbered from 0 in the order made
         self.returned_s, self.traced, self.released, self._first_polled = 0.0, False, None, None
 
     @property
@@ -46,43 +47,46 @@ class Call:
 
 class WatchedJit:
     """A jit to hand to gather_evidence(steady_calls, jit) or run_audit: jax.jit itself, whose functions note every
-    call (`calls`, in order) and the trace count before each call that jax.make_jaxpr made (`jaxpr_traces`)."""
+    call of each (`calls`, in order, each with its function's number) and, for each function, its trace count
+    before each call that jax.make_jaxpr made (`jaxpr_traces[function]`)."""
 
     def __init__(self, rng=None):
         self.rng = rng or np.random.default_rng()
-        self.calls, self.jaxpr_traces, self.traces = [], [], [0]
+        self.calls, self.jaxpr_traces = [], {}
 
     def __call__(self, fn, *args, **kwargs):
         import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
-        traces = self.traces
+        traces = [0]
 
         @functools.wraps(fn)
         def counted(*a, **k):
             traces[0] += 1
             return fn(*a, **k)
 
-        return WatchedFunction(jax.jit(counted, *args, **kwargs), self)
+        number = len(self.jaxpr_traces)
+        self.jaxpr_traces[number] = []
+        return WatchedFunction(jax.jit(counted, *args, **kwargs), self, number, traces)
 
-    def new_call(self, x):
+    def new_call(self, x, function):
         return Call(tuple(getattr(x, "shape", ())), str(getattr(x, "dtype", "")), time.perf_counter(),
-                    float(self.rng.uniform(*HOLD_S)))
+                    float(self.rng.uniform(*HOLD_S)), function)
 
 
 class WatchedFunction:
-    def __init__(self, jitted, watcher):
-        self._jitted, self._watcher = jitted, watcher
+    def __init__(self, jitted, watcher, number, traces):
+        self._jitted, self._watcher, self._number, self._traces = jitted, watcher, number, traces
 
     def __call__(self, x, *args, **kwargs):
         import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
         watcher = self._watcher
         if isinstance(x, jax.core.Tracer):  # jax.make_jaxpr(audited) tracing through: no call to time
-            watcher.jaxpr_traces.append(watcher.traces[0])
+            watcher.jaxpr_traces[self._number].append(self._traces[0])
             return self._jitted(x, *args, **kwargs)
-        call, before = watcher.new_call(x), watcher.traces[0]
+        call, before = watcher.new_call(x, self._number), self._traces[0]
         out = self._jitted(x, *args, **kwargs)
-        call.returned_s, call.traced = time.perf_counter() - call.arrived, watcher.traces[0] > before
+        call.returned_s, call.traced = time.perf_counter() - call.arrived, self._traces[0] > before
         watcher.calls.append(call)
         if not isinstance(out, jax.Array):
             call.released = call.arrived  # nothing to hold: counted as waited for

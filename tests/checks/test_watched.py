@@ -43,4 +43,4 @@ def test_make_jaxpr_traces_through_and_is_no_call():
     audited = jit(lambda v: jnp.tanh(v @ v))
     audited(_x()).block_until_ready()
     assert "tanh" in str(jax.make_jaxpr(audited)(_x()))
-    assert len(jit.calls) == 1 and jit.jaxpr_traces == [1]
+    assert len(jit.calls) == 1 and jit.jaxpr_traces == {0: [1]}
