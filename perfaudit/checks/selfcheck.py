@@ -114,8 +114,8 @@ def check_timings_of_watched_calls(jit, first, steady, shape, what, claim=""):
     later = [call for call in calls[compiling[-1] + 1:] if call.shape == shape and call.function == first_call.function]
     waited = [call.span_s for call in later if call.span_s is not None]
     if len(waited) < len(steady):
-        failed(f"steady_s holds {len(steady)} timings, but of the {len(later)} calls at {list(shape)} after the "
-               f"first, {len(waited)} had their result waited for: steady calls not waited for. A clock stopped "
+        failed(f"of the {len(later)} calls at {list(shape)} after the first, {len(waited)} had their result "
+               f"waited for, and steady_s holds {len(steady)} timings: steady calls not waited for. A clock stopped "
                "when the call returns times only the hand-off of the work, not the work. Call block_until_ready() "
                "on each steady call's result before you stop its clock.")
     if not _covers(steady, waited):
