@@ -3,9 +3,15 @@
 - synchronized: one call, timed until its result is ready (what notebook 1 measures at 16x16);
 - unsynchronized: one call, timed until it returns (the dispatch; the result may still be computing);
 - in a loop: k applications inside one compiled `jax.lax.fori_loop`, timed together and divided by k, so one
-  dispatch is shared by k computations: the computation's own cost, plus the loop's bookkeeping and 1/k of a
-  dispatch (an upper bound). The fastest of the repeats is kept: the computation's cost is what it takes when
-  nothing interrupts it, while the calls' medians show what a caller waits for.
+  dispatch is shared by k computations: an estimate of the computation alone, not a bound on it. The loop's
+  bookkeeping and 1/k of a dispatch add to it; data that stays in cache from one application to the next takes
+  from it, and a lone call may not find its input in cache (at 64x64 a profiler trace has shown the product's
+  fusion taking longer in a steady call than a step of the loop). The fastest of the repeats is kept: the
+  computation's cost is what it takes when nothing interrupts it, while the calls' medians show what a caller
+  waits for.
+
+`reading` prints what notebook 1's questions rest on, from the rows of this run: how much the synchronized call
+grew against the work, and the share of a 16x16 call that the hand-off between threads took.
 
 Every size gets its own compile before any timing: these are steady calls only. Nothing here asserts a time;
 `tests/test_sweep.py` checks relations between the measurements.
@@ -135,6 +141,43 @@ def overtakes(rows):
         if row["in_loop_s"] >= row["synchronized_s"] - row["in_loop_s"]:
             return row["n"]
     return None
+
+
+def growth(rows, low=16, high=64):
+    """From n = low to n = high, as measured: (how many times the work grew, how many times the synchronized call
+    grew, the in-loop computation's share of the synchronized call at high), or None where a size is missing."""
+    by_n = {row["n"]: row for row in rows}
+    if low not in by_n or high not in by_n:
+        return None
+    a, b = by_n[low], by_n[high]
+    return b["flops"] / a["flops"], b["synchronized_s"] / a["synchronized_s"], b["in_loop_s"] / b["synchronized_s"]
+
+
+def handoff_share(rows, sync_dispatch_rows, n=16):
+    """(synchronized - synchronized with async dispatch off) / synchronized at n x n: the share of the call that
+    handing the work to another thread took in this run (negative where the async-off call was the slower). None
+    where either is missing, or where the async-off call ran on another backend (beside a TPU it measures the
+    CPU): a share of one backend's call by another's means nothing."""
+    on = next((row for row in rows if row["n"] == n), None)
+    off = next((row for row in sync_dispatch_rows or [] if row["n"] == n), None)
+    if on is None or off is None or off.get("backend", on.get("backend")) != on.get("backend", off.get("backend")):
+        return None
+    return (on["synchronized_s"] - off["synchronized_s"]) / on["synchronized_s"]
+
+
+def reading(rows, sync_dispatch_rows=None):
+    """What this run's rows say to notebook 1's questions, as text: growth() and handoff_share()."""
+    lines = []
+    grown = growth(rows)
+    if grown is not None:
+        work, call, share = grown
+        lines.append(f"from 16x16 to 64x64 the work grew {work:.0f}x and the synchronized call {call:.1f}x; at 64x64 "
+                     f"the in-loop computation is {share:.0%} of the synchronized call")
+    handoff = handoff_share(rows, sync_dispatch_rows)
+    if handoff is not None:
+        lines.append(f"at 16x16 the hand-off between threads (synchronized minus async off) took {handoff:.0%} of "
+                     "the synchronized call in this run")
+    return "\n".join(lines)
 
 
 def _sync_dispatch_label(rows, sync_dispatch_rows, words="sync, async off us"):

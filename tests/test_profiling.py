@@ -60,3 +60,15 @@ def test_the_events_of_a_trace_file_are_named_by_their_thread_in_the_order_they_
         "caller      PjitFunction(workload)       1      10.00",
         "tf_pool/1   fusion                       3       5.00",
         "30          unnamed thread's             1       0.00"]
+
+
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the CPU client's events")
+def test_the_buffer_await_is_brief_and_pjit_function_is_recorded_twice_per_call(x16, tmp_path):
+    """What notebook 4 says of the trace: PjitFunction(workload) is recorded twice per call, one event inside the
+    other; CommonPjRtBuffer::Await, when the trace holds it, is far shorter than the call: no wait shows in it."""
+    calls = 5
+    rows = profiling.summary(profiling.trace_steady_calls(workload, x16, tmp_path / "profile", calls=calls))
+    found = {name: (count, median) for _, name, count, median in rows}
+    assert found["PjitFunction(workload)"][0] == 2 * calls
+    if "CommonPjRtBuffer::Await" in found:  # some traces hold none: the result was ready before anyone asked
+        assert found["CommonPjRtBuffer::Await"][1] < found["PjitFunction(workload)"][1] / 10

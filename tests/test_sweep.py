@@ -84,3 +84,23 @@ def test_chart_and_table(tmp_path):
     assert path.read_bytes().startswith(b"\x89PNG") and path.stat().st_size > 10_000
     lines = sweep.table(made_up, [_row(16, 6e-6, 1e-6)]).splitlines()
     assert len(lines) == 4 and "async off" in lines[0] and lines[1].split()[0] == "16"
+
+
+def test_the_reading_is_computed_from_the_rows_it_is_given():
+    """Notebook 1's key quotes these printed figures, not a claim: how the call grew against the work, and the
+    hand-off's share of a 16x16 call, whatever they are in a run (the review saw 2 % to 85 % for the share)."""
+    made_up = [_row(16, 30e-6, 1.5e-6), _row(64, 90e-6, 15e-6)]
+    assert sweep.growth(made_up) == pytest.approx((64, 3.0, 1 / 6))
+    assert sweep.handoff_share(made_up, [_row(16, 6e-6, 1e-6)]) == pytest.approx(0.8)
+    assert sweep.handoff_share(made_up, [_row(16, 45e-6, 1e-6)]) == pytest.approx(-0.5)  # printed as measured
+    text = sweep.reading(made_up, [_row(16, 6e-6, 1e-6)]).splitlines()
+    assert text == ["from 16x16 to 64x64 the work grew 64x and the synchronized call 3.0x; at 64x64 the in-loop "
+                    "computation is 17% of the synchronized call",
+                    "at 16x16 the hand-off between threads (synchronized minus async off) took 80% of the "
+                    "synchronized call in this run"]
+
+
+def test_no_share_across_backends_and_no_growth_without_both_sizes():
+    on_tpu = [{**_row(16, 30e-6, 1.5e-6), "backend": "tpu"}]
+    assert sweep.handoff_share(on_tpu, [{**_row(16, 6e-6, 1e-6), "backend": "cpu"}]) is None
+    assert sweep.growth(on_tpu) is None and sweep.reading(on_tpu) == ""

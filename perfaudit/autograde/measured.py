@@ -102,7 +102,8 @@ def _match_calls(record, first_s, steady, shape, slack_s):
                       "computation. Call block_until_ready() on each result before stopping the clock.")
     if first_s + slack_s < calls[first].span_s:
         return None, (f"first_call_s ({first_s * 1e3:.3f} ms) is shorter than the first call of the function you "
-                      "timed took, from the call until its result was ready: time the very first call of a newly "
+                      "timed took, from the call until its result was ready: a warm first call (the function called "
+                      "before it), or a clock stopped before block_until_ready()? Time the very first call of a newly "
                       "jitted function, from just before the call until block_until_ready() returns.")
     later = [j for j in range(first + 1, len(calls)) if calls[j].shape == shape and calls[j].span_s is not None]
     spans = [calls[j].span_s for j in later]
@@ -280,6 +281,11 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
     done = [stage for stage in (record.stages if record else [])
             if stage[4] == expected[stage[0]] and stage[4] != products.NONE]
     others = len(record.stages) - len(done) if record else 0
+    first_stage = min((began for _, _, began, *_ in record.stages), default=None) if record else None
+    if record and first_stage is not None and any(call.started < first_stage for call in record.calls):
+        fail(f"{what} called jitted(x) before jitted.trace(x): that call traced and compiled the function, so the "
+             "stages timed after it came from JAX's caches, not from tracing, lowering and compiling. Start with "
+             "jitted.trace(x), on the function as it was handed in, and call nothing before it.")
     held = {f"{stage}_s": [span for kind, span, *_ in done if kind == stage] for stage in ("trace", "lower", "compile")}
     for part, spans in held.items():
         if not spans:
@@ -305,8 +311,8 @@ def check_time_stages(time_stages: Callable[..., Any], rng: np.random.Generator 
              "of it): run compiled(x), the program compile() returned, on x itself.")
     if stages["first_run_s"] + CLOCK_SLACK_S < runs[0].span_s:
         fail(f"{what}: first_run_s ({stages['first_run_s'] * 1e3:.3f} ms) is shorter than the compiled program's "
-             "first run took. Was it run before the run you timed? Time its very first run, from just before "
-             "compiled(x) until block_until_ready() returns, and nothing before it.")
+             "first run took: a warm first run? Was it run before the run you timed? Time its very first run, from "
+             "just before compiled(x) until block_until_ready() returns, and nothing before it.")
     later = [run.span_s for run in runs[1:] if run.span_s is not None]
     if not covers(stages["steady_run_s"], later, CLOCK_SLACK_S):
         fail(f"{what}: the steady runs do not each cover a later run of the compiled program of their own, waited "

@@ -10,7 +10,9 @@ per subject a student meets, so a failing check's traceback stays among what it 
   evidence.py  report.json, the files beside it, the first call decomposed, the cost model
   stages.py    the form of notebook 4's timings of trace, lower, compile and the compiled program's runs
   selfcheck.py each notebook's central mistake, caught by its visible self-check (calls counted as traces, a
-               warm first call, a stage timing that holds another stage)
+               warm or unwaited first call, unwaited steady calls, a report's claims against the calls it timed, a
+               stage timing that holds another stage, jitted(x) before the stages, a warm first run)
+  watched.py   the jit a self-check hands to measuring code: it notes each call and holds each result
   held.py      results whose readiness someone else decides (how a check knows the caller waited)
   failure.py   how a check fails
 
@@ -35,8 +37,8 @@ from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, ELEMENTWISE_TOL
 from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
                                      check_first_call_measured, check_seconds, check_summarize, check_time_call,
                                      check_timings)
-from perfaudit.checks.selfcheck import (check_counts_traces_not_calls, check_first_call_is_cold,
-                                        check_stages_are_their_own)
+from perfaudit.checks.selfcheck import (check_audit_is_measured, check_counts_traces_not_calls,
+                                        check_first_call_is_cold, check_stages_are_their_own)
 from perfaudit.checks.stages import check_stages
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,

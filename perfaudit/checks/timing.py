@@ -43,6 +43,7 @@ def check_time_call(time_call, rng=None):
         slow = SlowFunction([float(rng.uniform(low, high))], call_delays_s=[float(rng.uniform(0.005, 0.205))])
         # a real input, as the notebook's calls give: time_call may convert or wait on it (jnp.asarray(x))
         seconds, outer = _timed(time_call, slow, device_matrix(np.eye(16)))
+        _check_one_call(slow, 1, "time_call(fn, x)")
         seconds = check_seconds(seconds, "time_call's result", outer)
         waited = slow.waited(0)
         if waited is None:
@@ -53,6 +54,17 @@ def check_time_call(time_call, rng=None):
                 f"time_call measured {seconds * 1e3:.3f} ms for a call that took longer from the call until its "
                 "result was ready: start the clock before the call and stop it only after out.block_until_ready()."
             )
+
+
+def _check_one_call(slow, calls, what):
+    """time_call calls fn once: the holder counts each call's arrival (the grader's own count when it grades), so a
+    warm-up call inside time_call is seen whatever the clock says."""
+    made = len(slow.arrived_at) - (calls - 1)
+    if made > 1:
+        fail(f"{what} called fn {made} times to time one call: a warm-up call inside time_call. The call it then "
+             "times finds fn already compiled, so a first call timed with it is a warm one, not the first. "
+             "Call fn(x) exactly once, between starting the clock and block_until_ready(); warm up outside "
+             "time_call, where a timing asks for it.")
 
 
 def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
@@ -71,6 +83,7 @@ def check_first_call_measured(time_call, workload, steady_calls=5, rng=None):
     for call in range(steady_calls + 1):
         seconds, outer = _timed(time_call, slow, x)
         what = "time_call's first call" if call == 0 else "time_call's steady call"
+        _check_one_call(slow, call + 1, what)
         seconds = check_seconds(seconds, what, outer)
         waited = slow.waited(call)
         if waited is None:

@@ -166,3 +166,20 @@ def test_a_clock_started_after_the_call_and_padded_by_the_hold_is_caught():
     # The middle of a time_call probe's holds: right for three holds drawn at random only by luck.
     with pytest.raises(AssertionError):
         checks.check_time_call(padded_by(0.105))
+
+
+def _warms_up_first(fn, x):
+    """A warm-up call inside time_call, then the call it times: the first call it reports is a warm one."""
+    fn(x).block_until_ready()
+    start = time.perf_counter()
+    fn(x).block_until_ready()
+    return time.perf_counter() - start
+
+
+def test_a_warm_up_call_inside_time_call_is_named_every_time():
+    """Counted, not timed: the holder sees two calls arrive for one time_call, whatever the machine's load."""
+    for _ in range(3):
+        with pytest.raises(AssertionError, match="called fn 2 times to time one call: a warm-up call inside time_call"):
+            checks.check_time_call(_warms_up_first)
+    with pytest.raises(AssertionError, match="first call called fn 2 times .* a warm-up call inside time_call"):
+        checks.check_first_call_measured(_warms_up_first, workload)
