@@ -48,6 +48,13 @@ def ignored_by_autograde(path: str | Path, ignore: Sequence[str]) -> bool:
     return any(path in glob.glob(os.path.join(os.path.dirname(path), pattern)) for pattern in ignore)
 
 
+def left_out(path: str | Path, ignore: Sequence[str]) -> bool:
+    """Whether every copy of a submission leaves the entry at `path` out: its name matches the course's ignore list,
+    and plain autograde's glob leaves it out too (ignored_by_autograde). What is left out is neither checked nor
+    counted nor digested (grade/run.py's fingerprint): what is not is graded."""
+    return ignored(os.path.basename(path), ignore) and ignored_by_autograde(path, ignore)
+
+
 def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
     """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well.
 
@@ -60,7 +67,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
-            if ignored(name, ignore) and ignored_by_autograde(path, ignore):
+            if left_out(path, ignore):
                 if name in dirs:
                     dirs.remove(name)
                 continue
@@ -78,10 +85,10 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                 total += info.st_size
         if count > MAX_ENTRIES or total > MAX_TOTAL_BYTES:
             where = str(Path(root).relative_to(folder))
-            left_out = f"; {', '.join(ignore)} not counted" if ignore else ""
+            not_counted = f"; {', '.join(ignore)} not counted" if ignore else ""
             found.append((where, f"where the submission passed its limits: {count} files and folders and "
                                  f"{total // 2**20} MB counted so far, over the {MAX_ENTRIES} entries or "
-                                 f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{left_out}"))
+                                 f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{not_counted}"))
             break
     return found
 

@@ -3,7 +3,8 @@
 nbgrader_config.py names it (`c.ExportApp.plugin_class`), so plain `nbgrader export` and `python -m perfaudit.grade`
 write the same file. The columns are those of nbgrader's own CsvExportPlugin and one more, `not_graded`; unlike
 nbgrader's, each row is written by `csv.writer`, so an LMS name such as Canvas's "Doe, Jane" stays in its column, and
-a text field a spreadsheet would run as a formula (it starts with = + - @) is written with a leading apostrophe.
+a text field a spreadsheet would run as a formula (it starts with = + - @, or has one after a semicolon) gets an
+apostrophe, and control characters become spaces.
 
 A student with a notebook not graded (refused at intake, or not graded again since: perfaudit/grade/refused.py) has
 no raw_score, late_submission_penalty or score, only the reason, under not_graded. A student without a submission
@@ -11,6 +12,8 @@ gets 0, as nbgrader's export gives.
 """
 
 import csv
+import re
+import unicodedata
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -26,13 +29,18 @@ NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_na
                     "raw_score", "late_submission_penalty", "score", "max_score"]  # CsvExportPlugin's, in its order
 COLUMNS = [*NBGRADER_COLUMNS, "not_graded"]
 TEXT_COLUMNS = {"student_id", "last_name", "first_name", "email"}  # what a student or an LMS chose
-# A formula's first characters (names.py), with tab and carriage return, which CSV-injection guidance lists too
-FORMULA_START = (*names.FORMULA_START, "\t", "\r")
+# A separator some spreadsheets split a row on (a locale's list separator) that csv.writer leaves unquoted: a
+# formula can start right after it ("Jane;=1+1").
+UNQUOTED_SEPARATOR = re.compile(r";(?=\s*[=+\-@])")
 
 
 def neutral(text: str) -> str:
-    """text as a spreadsheet shows it and never runs: a leading apostrophe where it starts like a formula."""
-    return f"'{text}" if text.startswith(FORMULA_START) else text
+    """text as a spreadsheet shows it and never runs: control characters (a bare CR ends a row for many readers,
+    and csv.writer quotes only "\n" here) as spaces; an apostrophe before a formula's first character (names.py)
+    at the start, after leading spaces, and after a semicolon."""
+    text = "".join(" " if unicodedata.category(char) == "Cc" else char for char in text)
+    text = UNQUOTED_SEPARATOR.sub(";'", text)
+    return f"'{text}" if text.lstrip(" ").startswith(names.FORMULA_START) else text
 
 
 def rows(gradebook: Gradebook, not_graded: dict[str, dict[str, str]], students: Collection[str] = (),

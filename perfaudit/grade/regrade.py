@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from perfaudit.autograde import statefolder
-from perfaudit.grade import classdata
+from perfaudit.grade import classdata, grades_csv
 from perfaudit.grade.classdata import ClassData
-from perfaudit.grade.names import FORMULA_START
 
 HISTORY = "history"  # in the batch state folder (perfaudit/autograde/statefolder.py)
 PREFIX = "regrade-"
@@ -77,9 +76,10 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _cell(value):
-    """A spreadsheet runs a cell that starts like a formula: a message from a submission never does."""
+    """A spreadsheet runs a cell that starts like a formula: a message from a submission never does (grades.csv's
+    rule; a number such as -2 is left as it is)."""
     text = f"{value:g}" if isinstance(value, float) else str(value)
-    return f"'{text}" if text.startswith(FORMULA_START) and not _number(text) else text
+    return text if _number(text) else grades_csv.neutral(text)
 
 
 def _number(text):

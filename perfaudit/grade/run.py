@@ -101,15 +101,16 @@ class Progress:
 def fingerprint(folder: str | Path, ignore: Sequence[str] = ()) -> str:
     """A digest of the submitted files; entries that are not regular files count by name and kind, never read.
 
-    ignore: the course's CourseDirectory.ignore: names matching it, and all under them, are left out as nbgrader
-    leaves them out of what it grades (a commit in .git, a new file in runs/ regrades no one). Walked and ordered
-    as before they were left out, so a folder holding none of them keeps the digest it had: an upgrade regrades
-    no one either."""
+    ignore: the course's CourseDirectory.ignore: what every copy leaves out (submission.left_out), and all under
+    it, is left out as nbgrader leaves it out of what it grades (a commit in .git, a new file in runs/ regrades no
+    one); what autograde would copy all the same (`.x.pyc`, under `a[1]/`) counts. Walked and ordered as before
+    anything was left out, so a folder holding none of it keeps the digest it had: an upgrade regrades no one."""
     digest = hashlib.sha256()
     walked = []
     for root, dirs, files in os.walk(folder):  # never follows a linked folder
-        dirs[:] = [name for name in dirs if not submission.ignored(name, ignore)]  # not walked into
-        walked.append((root, dirs, [name for name in files if not submission.ignored(name, ignore)]))
+        kept = [name for name in dirs + files if not submission.left_out(os.path.join(root, name), ignore)]
+        dirs[:] = [name for name in dirs if name in kept]  # what is left out is not walked into
+        walked.append((root, dirs, [name for name in files if name in kept]))
     for root, dirs, files in sorted(walked):
         for name in sorted(dirs + files):
             path = Path(root) / name

@@ -210,3 +210,18 @@ def test_a_link_autograde_would_follow_under_an_ignored_looking_name_is_refused(
         run.run(run.Options(course_dir=root, workers=1, canary=False, progress=False), out=io.StringIO())
     assert course.scores(root)["correct"][NB1] == (0, FULL[NB1])
     assert [p for p in (root / "autograded").rglob("*") if p.name == ".notes.pyc"] == []
+
+
+def test_the_fingerprint_digests_what_autograde_copies_though_its_name_looks_ignored(tmp_path):
+    """`.notes.pyc` and everything under `a[1]/` match the ignore list by name, yet plain autograde copies them
+    (submission.ignored_by_autograde): a change there must regrade, as it would change what is graded."""
+    folder = _tree_without_ignored_names(tmp_path / "someone" / ASSIGNMENT)
+    (folder / ".notes.pyc").write_text("one")
+    (folder / "a[1]" / "runs").mkdir(parents=True)
+    (folder / "a[1]" / "runs" / "kept.txt").write_text("one")
+    before = run.fingerprint(folder, COURSE_IGNORE)
+    assert before != DIGEST_BEFORE
+    for changed in (folder / ".notes.pyc", folder / "a[1]" / "runs" / "kept.txt"):
+        changed.write_text("two")
+        assert run.fingerprint(folder, COURSE_IGNORE) != before
+        before = run.fingerprint(folder, COURSE_IGNORE)

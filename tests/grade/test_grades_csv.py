@@ -105,6 +105,10 @@ def test_nbgrader_s_student_and_assignment_filters_still_apply(course):
 
 
 @pytest.mark.parametrize("text, shown", [("=1+1", "'=1+1"), ("+cmd", "'+cmd"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
-                                         ("\tcmd", "'\tcmd"), ("\r=1", "'\r=1"), ("Ann Lee", "Ann Lee"), ("", "")])
+                                         ("\tcmd", " cmd"), ("\r=1", "' =1"), (" =1", "' =1"), ("Ann Lee", "Ann Lee"),
+                                         ("", ""), ("Doe\r=1+1", "Doe =1+1"), ("a\nb\x1b[2J", "a b [2J"),
+                                         ("Jane;=1+1", "Jane;'=1+1"), ("Jane; -2", "Jane;' -2"), ("A;B", "A;B")])
 def test_text_that_starts_like_a_formula_gets_an_apostrophe(text, shown):
+    """Also after a semicolon, which a spreadsheet in many locales splits on and csv.writer does not quote; a bare CR
+    (which csv.writer leaves unquoted with "\n" line ends, and readers take for a row's end) is a space."""
     assert grades_csv.neutral(text) == shown
