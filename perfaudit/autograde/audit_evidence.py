@@ -5,6 +5,8 @@ The loops run in the student's kernel (the grader runs no JAX); each call crosse
 values as NumPy, so the grader's clock around it covers the whole loop, its results ready."""
 
 import time
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +23,7 @@ LONG_STEPS = 8
 RETRACE_RATIO = 3.0
 
 
-def check_problems_named(findings, original_traces, variant, batches, lr0):
+def check_problems_named(findings: Any, original_traces: Any, variant: str, batches: Sequence[Any], lr0: float) -> None:
     """findings names exactly the problems planted in this term's variant, and the trace count measured in the
     notebook is the count of the loop's traces over the notebook's own batches."""
     audit.check_findings(findings, original_traces, 1)
@@ -37,7 +39,8 @@ def check_problems_named(findings, original_traces, variant, batches, lr0):
              "over the notebook's batches: count them with count_traces, as the notebook's cell does.")
 
 
-def check_original_traces(count_traces, original_train, train_once, variant, rng=None):
+def check_original_traces(count_traces: Callable[..., Any], original_train: Callable[..., Any],
+                          train_once: Callable[..., Any], variant: str, rng: np.random.Generator | None = None) -> None:
     """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, and a
     loop with one trace per shape counted as such."""
     rng = rng or np.random.default_rng()
@@ -47,7 +50,8 @@ def check_original_traces(count_traces, original_train, train_once, variant, rng
                         f"the handed-out loop over {len(batches)} batches")
 
 
-def check_fixed_traces(count_traces, fixed_train, train_once, rng=None):
+def check_fixed_traces(count_traces: Callable[..., Any], fixed_train: Callable[..., Any],
+                       train_once: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
     """The fixed loop traces once per loop: counted by a count_traces that counts the grader's cases right, and
     seen on the grader's clock, which a counter cannot answer for: a loop of LONG_STEPS steps, each new to the
     cache key of a loop that retraces, costs less than RETRACE_RATIO times a loop of one step."""
@@ -74,7 +78,8 @@ def _timed(train, batches, lr0):
     return time.perf_counter() - started, (w, losses)
 
 
-def check_speedup_measured(original_train, fixed_train, speedup, original_s, fixed_s, variant, rng=None):
+def check_speedup_measured(original_train: Callable[..., Any], fixed_train: Callable[..., Any], speedup: Any,
+                           original_s: Any, fixed_s: Any, variant: str, rng: np.random.Generator | None = None) -> None:
     """The speed-up the notebook reports is its own timings' (checks.audit.check_speedup), and the grader, timing
     both loops on new data of this term's kind, finds the fixed one at least SPEEDUP_MIN times as fast, with the
     handed-out loop's values."""

@@ -97,7 +97,8 @@ def test_moodle_gets_its_worksheet_back_with_grades_scaled_to_its_maximum(course
     done = export.export("moodle", course, course / "moodle.csv")
     rows = _rows(done.grades)
     assert rows[0] == MOODLE_WORKSHEET.splitlines()[0].split(",")
-    assert rows[1][:6] == ["Participant 777", "Ana Lopez", "ana@example.org", "Submitted for grading", "11.54", "100.00"]
+    assert rows[1][:6] == ["Participant 777", "Ana Lopez", "ana@example.org", "Submitted for grading", "11.54",
+                           "100.00"]
     assert rows[2][4] == ""
     assert "  scaled: 26 points here are 100 in the LMS" in done.lines
     with zipfile.ZipFile(done.feedback) as bundle:
