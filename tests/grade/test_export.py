@@ -121,17 +121,17 @@ def test_an_lms_id_two_graded_students_share_is_exported_for_neither(tmp_path):
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     record = {"doejane_12345": {"lms": "canvas", "name": "doejane", "id": "12345", "submission": "5001", "late": False}}
     forger = "x\n  NOT IN ROSTER doejane_12345: 20/20 not exported\x1b[2J"
-    grades = {"doejane_12345": (5.0, 20.0), "takes-jane-s-row_12345": (20.0, 20.0), "roefrank_222": (3.0, 20.0),
-              forger: (1.0, 20.0)}
+    grades = {"doejane_12345": (5.0, 26.0), "takes-jane-s-row_12345": (26.0, 26.0), "roefrank_222": (3.0, 26.0),
+              forger: (1.0, 26.0)}
     text, lines = export.canvas(roster, grades, record)
-    assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "20", "", "3", ""]
+    assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "26", "", "3", ""]
     assert lines == [
         "1 of 4 graded students matched to the roster's 3 students",
         "  SAME LMS ID 12345 for doejane_12345, takes-jane-s-row_12345: not exported for any of them; rename the "
         "folder that is not this student's and grade it again",
-        "  NOT IN ROSTER doejane_12345: 5/20 not exported",
-        "  NOT IN ROSTER takes-jane-s-row_12345: 20/20 not exported",
-        "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
+        "  NOT IN ROSTER doejane_12345: 5/26 not exported",
+        "  NOT IN ROSTER takes-jane-s-row_12345: 26/26 not exported",
+        "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/26 not exported",
     ]
 
 
