@@ -15,6 +15,7 @@ STAGES = {
     2: "02-retracing.ipynb",
     3: "03-evidence.ipynb",
     4: "04-integrated-audit.ipynb",
+    5: "05-audit.ipynb",
 }
 
 # Stages 3 and 4 write report.json and workload.jaxpr.txt here (relative to the notebook's folder).

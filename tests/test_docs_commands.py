@@ -90,6 +90,8 @@ RUN_BY = {
     "make student-copy": [("instructor/test_student_copy.py", 'student_copy.write(folder / "student.zip")')],
     "make check STAGE=4 IMPLEMENTATION=solution": [
         ("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],  # every stage
+    "make check STAGE=5 IMPLEMENTATION=solution": [
+        ("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],  # every stage
     "make check STAGE=2 IMPLEMENTATION=starter": [
         ("test_check.py", 'run_check("--implementation", "starter", "--stage", str(stage)')],
     "make check STAGE=1": [("test_check.py", 'run_check("--implementation", "solution", "--stage", str(stage)')],
@@ -163,6 +165,7 @@ RECIPES = {
     "make release": "nbgrader generate_assignment performance-audit --force --no-db",
     "make student-copy": "python -m perfaudit.instructor.student_copy",
     "make check STAGE=4 IMPLEMENTATION=solution": "python -m perfaudit.check --implementation solution --stage 4",
+    "make check STAGE=5 IMPLEMENTATION=solution": "python -m perfaudit.check --implementation solution --stage 5",
     "make check STAGE=2 IMPLEMENTATION=starter": "python -m perfaudit.check --implementation starter --stage 2",
     "make check STAGE=1": "python -m perfaudit.check --implementation solution --stage 1",
     "make grade": "python -m perfaudit.grade",

@@ -18,6 +18,7 @@ verdicts.py    a test cell run in the grader, its outputs made by the grader, it
 instruments.py the grader's jit: calls timed by the grader's clock, per function, output and JAXPR read back
 made_up.py     evidence made up at grading time for hidden tests, and the folders made for them
 measured.py    evidence checked against the grader's clock (gather_evidence, run_audit, time_stages)
+audit_evidence.py  notebook 5's audit judged on the grader's data, answer key and clock
 hidden.py      what hidden tests use that a student's copy never holds (`from perfaudit.autograde import hidden`)
 versions.py    the versions a grading run graded with, against the pins
 canary.py      the environment check: a broken grading environment stops grading, never scores students 0

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from perfaudit.handout import learning_rate
 from perfaudit.instructor.reference import reference_jaxpr
 
 
@@ -109,3 +110,23 @@ def time_stages(jitted, x, steady_runs=20):
         runs.append(time.perf_counter() - start)
     return {"trace_s": trace_s, "lower_s": lower_s, "compile_s": compile_s, "first_run_s": runs[0],
             "steady_run_s": runs[1:]}
+
+
+# --- notebook 5: the problems planted in each variant of the handed-out loop (perfaudit/handout.py) -------------
+
+PLANTED = {
+    "A": frozenset({"retrace-new-shape", "jnp-outside-jit", "timed-before-ready"}),
+    "B": frozenset({"retrace-static-argument", "jnp-outside-jit"}),
+    "C": frozenset({"retrace-static-argument", "retrace-new-shape", "timed-before-ready"}),
+}
+
+
+def original_traces(variant, batches, lr0):
+    """How many times the handed-out loop of `variant` traces its step over `batches`: once per cache key, and
+    every call of the loop makes its step anew (perfaudit/handout.py)."""
+    sizes = [len(y) for _, y in batches]
+    if variant == "A":  # a new batch size is a new shape
+        return len(set(sizes))
+    if variant == "B":  # the learning rate is static: each new value is a new key
+        return len({(size, learning_rate(lr0, i)) for i, size in enumerate(sizes)})
+    return len(set(enumerate(sizes)))  # C: the step number is static

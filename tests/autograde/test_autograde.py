@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from courses import FULL, NB1, NB2, NB3, NB4, NONE
+from courses import FULL, NB1, NB2, NB3, NB4, NB5, NONE
 
 from perfaudit import ASSIGNMENT
 from perfaudit.instructor import course
@@ -16,8 +16,8 @@ from perfaudit.fixtures import samples
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.
 EXPECTED = {
     "correct": FULL,
-    "untouched": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
-    "partly-right": {NB1: 5, NB2: 6, NB3: 0, NB4: 0},
+    "untouched": {NB1: 0, NB2: 0, NB3: 0, NB4: 0, NB5: 0},
+    "partly-right": {NB1: 5, NB2: 6, NB3: 0, NB4: 0, NB5: 0},
     "stage1-hardcoded-identity": {**FULL, NB1: 4},  # loses the random-input test only
     "stage1-unsynchronized-clock": {**FULL, NB1: 3},  # loses both claims a synchronized clock makes: sync, first call
     "stage2-forgot-jit": {**FULL, NB2: 2},  # 4 traces, retraces on repeats; no trace() shows the JAXPR is its own
@@ -35,7 +35,7 @@ HANDED_IN = {
     "stage3-memory-claimed": {3, 4},
     "stage4-stages-in-milliseconds": {3, 4},
 }
-STAGE = dict(zip((NB1, NB2, NB3, NB4), (1, 2, 3, 4)))  # each notebook's stage
+STAGE = dict(zip((NB1, NB2, NB3, NB4, NB5), (1, 2, 3, 4, 5)))  # each notebook's stage
 
 
 def _expected(student):

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from courses import NB1, NB2, NB3, NB4, make_course
+from courses import NB1, NB2, NB3, NB4, NB5, make_course
 from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
@@ -307,7 +307,7 @@ def test_a_kernel_that_kills_itself_is_graded_once_and_keeps_the_points_before(t
     sample = samples.Sample(replaced={(2, "jaxpr_text"): lambda solution: f"{kills_itself}\n\n{solution}"})
     nbformat.write(samples.submission(sample, 2), folder / paths.STAGES[2])
     said = course.nbgrader("autograde", ASSIGNMENT, f"--student={student}", course_dir=root)
-    assert course.scores(root) == {student: {NB1: (0, 5), NB2: (3, 6), NB3: (0, 4), NB4: (0, 5)}}
+    assert course.scores(root) == {student: {NB1: (0, 5), NB2: (3, 6), NB3: (0, 4), NB4: (0, 5), NB5: (0, 6)}}
     assert "grading the notebook once more" not in said
     assert said.count("stopped the notebook: the kernel died while running this cell") == 1, said
 

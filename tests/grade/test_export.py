@@ -15,10 +15,10 @@ from perfaudit.grade import export, intake
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 
 NB1, NB2 = "01-first-call-vs-steady", "02-retracing"
-NOTEBOOKS = {f"{NB1}.ipynb", f"{NB2}.ipynb", "03-evidence.ipynb", "04-integrated-audit.ipynb"}
+NOTEBOOKS = {f"{NB1}.ipynb", f"{NB2}.ipynb", "03-evidence.ipynb", "04-integrated-audit.ipynb", "05-audit.ipynb"}
 
 CANVAS_ROSTER = """\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,Current Score,Performance audit (98765)
-    Points Possible,,,,,,20
+    Points Possible,,,,,,26
 "Doe, Jane",12345,s-12345,jdoe,Lab A,,
 "Roe, Frank",222,s-222,froe,Lab B,,
 "Nobody, Ned",999,s-999,nned,Lab B,,
@@ -80,13 +80,13 @@ def test_canvas_gets_its_import_columns_and_each_rostered_student_s_grade_after_
     done = export.export("canvas", course, course / "canvas.csv")
     assert _rows(done.grades) == [
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Performance audit (98765)"],
-        ["    Points Possible", "", "", "", "", "20"],
+        ["    Points Possible", "", "", "", "", "26"],
         ["Doe, Jane", "12345", "s-12345", "jdoe", "Lab A", "5"],
         ["Roe, Frank", "222", "s-222", "froe", "Lab B", "3"],
         ["Nobody, Ned", "999", "s-999", "nned", "Lab B", ""],  # no submission: Canvas keeps what it has
     ]
-    assert "  NOT IN ROSTER ana-lopez_777: 3/20 not exported" in done.lines
-    assert "  NOT IN ROSTER kimlee_333: 2/20 not exported" in done.lines
+    assert "  NOT IN ROSTER ana-lopez_777: 3/26 not exported" in done.lines
+    assert "  NOT IN ROSTER kimlee_333: 2/26 not exported" in done.lines
     with zipfile.ZipFile(done.feedback) as bundle:
         assert sorted(bundle.namelist()) == [f"doejane_12345_5001_{NB1}-feedback.html",
                                              f"roefrank_222_5002_{NB1}-feedback.html"]
@@ -97,9 +97,10 @@ def test_moodle_gets_its_worksheet_back_with_grades_scaled_to_its_maximum(course
     done = export.export("moodle", course, course / "moodle.csv")
     rows = _rows(done.grades)
     assert rows[0] == MOODLE_WORKSHEET.splitlines()[0].split(",")
-    assert rows[1][:6] == ["Participant 777", "Ana Lopez", "ana@example.org", "Submitted for grading", "15", "100.00"]
+    assert rows[1][:6] == ["Participant 777", "Ana Lopez", "ana@example.org", "Submitted for grading", "11.54",
+                           "100.00"]
     assert rows[2][4] == ""
-    assert "  scaled: 20 points here are 100 in the LMS" in done.lines
+    assert "  scaled: 26 points here are 100 in the LMS" in done.lines
     with zipfile.ZipFile(done.feedback) as bundle:
         assert bundle.namelist() == [f"Ana Lopez_777_assignsubmission_file_{NB1}-feedback.html"]
 
@@ -120,17 +121,17 @@ def test_an_lms_id_two_graded_students_share_is_exported_for_neither(tmp_path):
     roster.write_text(CANVAS_ROSTER, encoding="utf-8")
     record = {"doejane_12345": {"lms": "canvas", "name": "doejane", "id": "12345", "submission": "5001", "late": False}}
     forger = "x\n  NOT IN ROSTER doejane_12345: 20/20 not exported\x1b[2J"
-    grades = {"doejane_12345": (5.0, 20.0), "takes-jane-s-row_12345": (20.0, 20.0), "roefrank_222": (3.0, 20.0),
-              forger: (1.0, 20.0)}
+    grades = {"doejane_12345": (5.0, 26.0), "takes-jane-s-row_12345": (26.0, 26.0), "roefrank_222": (3.0, 26.0),
+              forger: (1.0, 26.0)}
     text, lines = export.canvas(roster, grades, record)
-    assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "20", "", "3", ""]
+    assert [row[-1] for row in csv.reader(io.StringIO(text))] == ["Performance audit (98765)", "26", "", "3", ""]
     assert lines == [
         "1 of 4 graded students matched to the roster's 3 students",
         "  SAME LMS ID 12345 for doejane_12345, takes-jane-s-row_12345: not exported for any of them; rename the "
         "folder that is not this student's and grade it again",
-        "  NOT IN ROSTER doejane_12345: 5/20 not exported",
-        "  NOT IN ROSTER takes-jane-s-row_12345: 20/20 not exported",
-        "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/20 not exported",
+        "  NOT IN ROSTER doejane_12345: 5/26 not exported",
+        "  NOT IN ROSTER takes-jane-s-row_12345: 26/26 not exported",
+        "  NOT IN ROSTER x\\n NOT IN ROSTER doejane_12345: 20/20 not exported\\x1b[2J: 1/26 not exported",
     ]
 
 
@@ -145,7 +146,7 @@ def test_make_feedback_writes_every_lms_s_export_again_not_only_the_last(course)
         f"export to canvas written again (as last asked: --export canvas --roster {course / 'canvas.csv'})",
         f"export to moodle written again (as last asked: --export moodle --roster {course / 'moodle.csv'})"]
     assert _rows(course / "exports" / "canvas-grades.csv")[2][-1] == "5"
-    assert _rows(course / "exports" / "moodle-grades.csv")[1][4] == "15"
+    assert _rows(course / "exports" / "moodle-grades.csv")[1][4] == "11.54"
 
 
 def test_a_student_with_a_notebook_refused_at_intake_gets_nothing_exported_until_it_is_resolved(course, tmp_path):

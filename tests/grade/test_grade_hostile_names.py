@@ -1,7 +1,7 @@
 """The batch command with hostile names beside an honest student: the class is graded, the honest student in full.
 
 One run of `python -m perfaudit.grade --from <Moodle download>`, as the instructor types it (its output read back as
-bytes), over a download and a submitted/ folder that hold, beside Full Marks's four correct notebooks:
+bytes), over a download and a submitted/ folder that hold, beside Full Marks's five correct notebooks:
 
 - a classmate's Moodle folder with folders inside it named like Full Marks's participant folder: a jax.py that
   breaks `import jax` and a notebook for the same notebook name, which once landed in Full Marks's folder (20 -> 9,
@@ -21,7 +21,7 @@ import sys
 
 import nbformat
 import pytest
-from courses import FULL, NB1, NB2, NB3, NB4, make_course
+from courses import FULL, NB1, NB2, NB3, NB4, NB5, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
@@ -37,9 +37,9 @@ FORGED_LINE = f"  {HONEST} {NB1} (0/5): forged by a classmate"
 ODD_FILE_NAME = "not-utf8-file-name-beside-nb1-graded-in-full"
 EXPECTED = {  # {student: {notebook: score}} in the gradebook
     HONEST: FULL,
-    ODD_FILE_NAME: {NB1: FULL[NB1], NB2: 0, NB3: 0, NB4: 0},
-    "forged-summary-line-in-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
-    "exception-with-escape-codes-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0},
+    ODD_FILE_NAME: {NB1: FULL[NB1], NB2: 0, NB3: 0, NB4: 0, NB5: 0},
+    "forged-summary-line-in-file-name-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0, NB5: 0},
+    "exception-with-escape-codes-scores-0": {NB1: 0, NB2: 0, NB3: 0, NB4: 0, NB5: 0},
 }
 NOT_GRADED_FOLDERS = [b"not-utf8-folder-\xff-not-graded", b"=1+1-formula-folder-not-graded",
                       b"mallory,,,,20.0,0.0,20.0,20.0,comma-folder-not-graded"]
@@ -68,7 +68,7 @@ def _raising_notebook():
 def graded(tmp_path_factory):
     root = make_course(tmp_path_factory.mktemp("hostile-names"))
     download, submitted = root / "moodle-download", root / "submitted"
-    for stage, filename in ((1, NB1), (2, NB2), (3, NB3), (4, NB4)):
+    for stage, filename in ((1, NB1), (2, NB2), (3, NB3), (4, NB4), (5, NB5)):
         _write(download / HONEST_FOLDER / f"{filename}.ipynb", _notebook("correct", stage))
     _write(download / CLASSMATE_FOLDER / HONEST_FOLDER / "jax.py", b'raise ImportError("planted by a classmate")\n')
     _write(download / CLASSMATE_FOLDER / HONEST_FOLDER / f"{NB2}.ipynb", _notebook("untouched", 2))
@@ -101,7 +101,7 @@ def test_nothing_of_a_classmate_s_lands_in_the_honest_student_s_folder(graded):
     root, done = graded
     folder = root / "submitted" / HONEST / ASSIGNMENT
     assert sorted(p.name for p in folder.iterdir()) == sorted(
-        [f"{nb}.ipynb" for nb in (NB1, NB2, NB3, NB4)] + ["submission_secret.txt", "timestamp.txt"])
+        [f"{nb}.ipynb" for nb in (NB1, NB2, NB3, NB4, NB5)] + ["submission_secret.txt", "timestamp.txt"])
     assert not (root / "submitted" / "plants-into-full-marks_999").exists()
     out = done.stdout.decode()
     assert f"NOT PLACED {CLASSMATE_FOLDER}/{HONEST_FOLDER}/jax.py: inside a folder in {CLASSMATE_FOLDER}/" in out

@@ -26,7 +26,7 @@ def test_the_class_report_reads_a_postgresql_gradebook(postgres_url, tmp_path, c
     assert "Class report: " in first.getvalue() and "WARNING: the class report" not in first.getvalue()
     assert "Regrade: no score changed." in again.getvalue()
     page = (root / REPORTS_DIR / PAGE).read_text(encoding="utf-8")
-    assert "2 student(s) in the gradebook, 18 tests, 20 points" in page
+    assert "2 student(s) in the gradebook, 24 tests, 26 points" in page
     assert "misnamed: submitted as &#x27;02-retracing (1).ipynb&#x27;" in page and "empty submission" in page
     assert f"the gradebook {postgres_url} and" in page  # no password in this URL to hide
     assert main(["--course-dir", str(root), "--db", postgres_url, "--report"]) == 0

@@ -17,7 +17,7 @@ from perfaudit.instructor import course
 from perfaudit.fixtures.catalog.case import FULL as _FULL_BY_STAGE
 
 # The notebooks by name, and each one's full points as source/ gives them: the one place tests read them from.
-NB1, NB2, NB3, NB4 = (paths.STAGES[stage].removesuffix(".ipynb") for stage in sorted(paths.STAGES))
+NB1, NB2, NB3, NB4, NB5 = (paths.STAGES[stage].removesuffix(".ipynb") for stage in sorted(paths.STAGES))
 FULL = {paths.STAGES[stage].removesuffix(".ipynb"): points for stage, points in sorted(_FULL_BY_STAGE.items())}
 NONE = dict.fromkeys(FULL, 0)
 

@@ -32,7 +32,7 @@ def test_the_class_s_grades_after_demo_then_grade_hold_no_sample_student(tmp_pat
     run(Options(course_dir=root, workers=2, progress=False, canary=False, feedback=False), out=io.StringIO())
 
     assert _students(root / "grades.csv") == {"doejane_12345": 0.0}
-    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0, "partly-right": 11.0, "untouched": 0.0}
+    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 26.0, "partly-right": 11.0, "untouched": 0.0}
     assert not (root / "autograded" / "grades-by-notebook.csv").exists()
 
 
@@ -54,4 +54,4 @@ def test_without_bubblewrap_the_demo_grades_its_trusted_samples_and_says_so_once
     assert [line for line in said.splitlines() if "sandbox" in line] == [
         f"No sandbox here (bubblewrap is not installed (no `{tmp_path / 'no-bwrap'}`)): the demo grades its bundled "
         "samples without one. Grading students needs it: sudo apt-get install bubblewrap"], said
-    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 20.0}
+    assert _students(root / demo.DEMO_DIR / "grades.csv") == {"correct": 26.0}
