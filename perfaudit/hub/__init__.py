@@ -6,7 +6,7 @@ exchange.py  nbgrader's shared exchange, permissioned as nbgrader's JupyterHub c
              folders students must not read
 userenv.py   the Python every account's JupyterLab runs: the course's venv, through an interpreter each can run
 preflight.py make hub's checks: a course root owns is refused; the course's owner can run what the services run
-names.py     the students' names in the gradebook (Formgrader's list), written as the course's owner
+people.py    the students' names in the gradebook (Formgrader's list), written as the course's owner
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it
 jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services

@@ -5,7 +5,7 @@
 
 A roster has one person a line, `name role [full name]`, role `student` or `instructor` (# starts a comment); the
 full name goes to the account's comment field, and make hub gives it to the gradebook (Formgrader's student list:
-perfaudit/hub/names.py). Each person gets
+perfaudit/hub/people.py). Each person gets
 a Linux account with a private home (0700: nobody else reads it, and each one's server runs as its owner), in the
 students' or the instructors' group of the course (nbgrader-<course>, formgrade-<course>): the hub lets in these
 two groups and nobody else, and only the instructors' group reaches Formgrader. Needs root (useradd).

@@ -26,15 +26,17 @@ import sys
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
-from perfaudit.hub import names, preflight, settings, userenv
+from perfaudit.hub import people, preflight, settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
-# The course directory's folders that hold solutions, hidden tests, other students' work or grades; .git holds every
-# version of source/ (the answer key). Not .hub: every account's JupyterLab runs the Python in .hub/accounts-python;
-# the hub's own files there are kept private by perfaudit/hub/jupyterhub_config.py.
-INSTRUCTOR_ONLY = ("source", "submitted", "autograded", "feedback", "reports", "exports", "gradebook.db",
-                   "gradebook.db.serve.json", "grades.csv", "exchange", ".git")
+# What of the course directory students' servers need, so all of it every account may read: the venv, the Python
+# every account's JupyterLab runs (.hub/accounts-python; the hub's own files there are kept private by
+# perfaudit/hub/jupyterhub_config.py) and the package the notebooks import, less its answers (ANSWERS). Everything
+# else (source/, .git with every version of it, submitted/, autograded/, feedback/, the gradebook, the tests, ...)
+# is the course owner's.
+STUDENTS_READ = (".venv", ".hub", "perfaudit")
+ANSWERS = ("instructor", "fixtures")  # in the package: the folders the grading sandbox hides too
 
 
 def prepare(exchange, course_id, owner_uid=None, owner_gid=-1):
@@ -67,16 +69,16 @@ def loosened(exchange, course_id):
 
 
 def protect(course_dir):
-    """Take every permission of other accounts off the course's instructor-only folders and files, and off the
-    course package's answers where the course directory holds it (the folders the grading sandbox hides too:
-    perfaudit/instructor/ and perfaudit/fixtures/; the grader's own modules stay readable, since student kernels
+    """Take every permission of other accounts off everything in the course directory but what students' servers
+    need (STUDENTS_READ), and off the package's answers (the grader's own modules stay readable: student kernels
     import perfaudit.autograde.agent in the sandbox). The course directory itself keeps only other accounts' search
-    permission: their servers reach the venv and the package by path, and nobody lists what else is there."""
+    permission: their servers reach the venv and the package by path, and nobody lists what else is there. A link
+    is left as it is (chmod would change what it points to)."""
     course_dir = Path(course_dir)
     course_dir.chmod(stat.S_IMODE(course_dir.stat().st_mode) & ~0o006)
-    package = course_dir / "perfaudit"
-    for path in [*(course_dir / name for name in INSTRUCTOR_ONLY), package / "instructor", package / "fixtures"]:
-        if path.exists():
+    closed = [entry for entry in course_dir.iterdir() if entry.name not in STUDENTS_READ]
+    for path in [*closed, *(course_dir / "perfaudit" / name for name in ANSWERS)]:
+        if path.exists() and not path.is_symlink():
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o007)
 
 
@@ -109,15 +111,15 @@ def release(hub):
 
 
 def record_names(hub, python):
-    """The students' names in the gradebook, as the course's owner (perfaudit/hub/names.py): Formgrader lists
+    """The students' names in the gradebook, as the course's owner (perfaudit/hub/people.py): Formgrader lists
     people, not "None, None". A failure is said, and the hub starts all the same."""
     try:
         logins = grp.getgrnam(hub.groups()[0]).gr_mem
     except KeyError:
         return
-    people = {login: names.name_of(login) for login in logins}
-    done = preflight.run_as_owner(hub, python, "perfaudit.hub.names", "--course-dir", str(hub.course),
-                                  json.dumps(people))
+    named = {login: people.name_of(login) for login in logins}
+    done = preflight.run_as_owner(hub, python, "perfaudit.hub.people", "--course-dir", str(hub.course),
+                                  json.dumps(named))
     print(preflight.last_line(done) if done.returncode == 0 else
           f"the students' names were not written to the gradebook: {preflight.last_line(done)}", file=sys.stderr)
 

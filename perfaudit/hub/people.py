@@ -1,4 +1,4 @@
-"""python -m perfaudit.hub.names: the class's names in the gradebook, so that Formgrader lists people, not
+"""python -m perfaudit.hub.people: the class's names in the gradebook, so that Formgrader lists people, not
 "None, None" (nbgrader's autograde records a student by login alone).
 
 make hub runs it as the course's owner (perfaudit/hub/exchange.py) for the members of the students' group: each
@@ -43,7 +43,7 @@ def record(course_dir, people):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m perfaudit.hub.names", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m perfaudit.hub.people", description=__doc__.splitlines()[0])
     parser.add_argument("--course-dir", type=Path, default=Path.cwd())
     parser.add_argument("people", help='JSON: {"login": ["first", "last"]}')
     args = parser.parse_args(argv)

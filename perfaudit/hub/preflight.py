@@ -11,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-PRIVATE_UMASK = 0o007  # what the course's processes make is never other accounts' (a gradebook made by names.py)
+PRIVATE_UMASK = 0o007  # what the course's processes make is never other accounts' (a gradebook made by people.py)
 CHECK_TIMEOUT_S = 300  # imports nbgrader, JAX's canary is not run: a minute on a busy machine
 
 

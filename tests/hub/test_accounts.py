@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfaudit.hub import accounts, names
+from perfaudit.hub import accounts, people
 
 
 def test_a_roster_lists_names_and_roles(tmp_path):
@@ -26,6 +26,6 @@ def test_a_roster_line_that_is_not_an_account_is_refused(tmp_path, line):
 
 def test_a_name_for_the_gradebook_is_the_account_s_full_name_else_its_login(monkeypatch):
     entries = {"alovelace": "Ada King Lovelace,,,", "s2403117": "", "cher": "Cher"}
-    monkeypatch.setattr(names.pwd, "getpwnam", lambda login: SimpleNamespace(pw_gecos=entries[login]))
-    assert {login: names.name_of(login) for login in entries} == {
+    monkeypatch.setattr(people.pwd, "getpwnam", lambda login: SimpleNamespace(pw_gecos=entries[login]))
+    assert {login: people.name_of(login) for login in entries} == {
         "alovelace": ("Ada King", "Lovelace"), "s2403117": ("", "s2403117"), "cher": ("", "Cher")}

@@ -24,10 +24,10 @@ def test_prepare_gives_nbgrader_modes_and_loosened_names_a_changed_one(tmp_path)
 
 def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
     for folder in ("source", "submitted", "notebooks", "perfaudit/fixtures", "perfaudit/instructor", "perfaudit/checks",
-                   "perfaudit/autograde", ".git"):
+                   "perfaudit/autograde", ".git", "tests", ".venv/bin", ".hub/accounts-python"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder).chmod(0o755)
-    for name in ("gradebook.db", "perfaudit/instructor/answers.py", "perfaudit/report.py"):
+    for name in ("gradebook.db", "perfaudit/instructor/answers.py", "perfaudit/report.py", "README.md"):
         (tmp_path / name).write_text("")
         (tmp_path / name).chmod(0o644)
     tmp_path.chmod(0o755)
@@ -37,11 +37,12 @@ def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
                                             "perfaudit/fixtures", ".git")} == {
         "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/instructor": "0o750",
         "perfaudit/fixtures": "0o750", ".git": "0o750"}
-    # the release, what students' JupyterLab imports, and the grader's agent (imported in the sandboxed kernel)
-    assert {p: mode(tmp_path / p) for p in ("notebooks", "perfaudit/checks", "perfaudit/report.py",
-                                            "perfaudit/autograde")} == {
-        "notebooks": "0o755", "perfaudit/checks": "0o755", "perfaudit/report.py": "0o644",
-        "perfaudit/autograde": "0o755"}
+    # anything else of the course too (the tests hold solutions as code): only what students' servers need is open
+    assert {p: mode(tmp_path / p) for p in ("notebooks", "tests", "README.md", ".venv", ".hub")} == {
+        "notebooks": "0o750", "tests": "0o750", "README.md": "0o640", ".venv": "0o755", ".hub": "0o755"}
+    # what students' JupyterLab imports, and the grader's agent (imported in the sandboxed kernel)
+    assert {p: mode(tmp_path / p) for p in ("perfaudit/checks", "perfaudit/report.py", "perfaudit/autograde")} == {
+        "perfaudit/checks": "0o755", "perfaudit/report.py": "0o644", "perfaudit/autograde": "0o755"}
 
 
 def test_prepare_gives_the_courses_folders_and_release_to_the_courses_owner(tmp_path):
