@@ -168,7 +168,7 @@ def test_a_worker_killed_mid_grading_loses_nobody(on_the_cluster):
     assert sorted(batch.graded) == sorted(EXPECTED), "a student was graded twice or not at all"
     assert "2 worker process(es)" in summary and "Environment check: passed" in summary
     assert sorted(p.parents[1].name for p in (root / "feedback").glob(f"*/{ASSIGNMENT}/*.html")) == (
-        [KILLED_STUDENT] * 4 + ["malformed-json-in-03"] + ["untouched"] * 4)
+        [KILLED_STUDENT] * len(paths.STAGES) + ["malformed-json-in-03"] + ["untouched"] * len(paths.STAGES))
 
 
 @pytest.mark.slow

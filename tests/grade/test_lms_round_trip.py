@@ -103,7 +103,7 @@ def test_a_notebook_refused_at_intake_is_not_graded_and_needs_you(graded):
         "  dee-dup_888 04-integrated-audit: not graded: it reuses 03-evidence.ipynb, which is not graded until you "
         f"resolve it ({why})"]
     row = next(line.split() for line in out.splitlines() if line.startswith("dee-dup_888 "))
-    assert row == ["dee-dup_888", "5", "0", "not", "graded", "not", "graded", "not", "graded"]
+    assert row == ["dee-dup_888", "5", "0", "not", "graded", "not", "graded", "0", "not", "graded"]  # 05: none sent
     assert f"  dee-dup_888 03-evidence (not graded): not graded: {why}" in out
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}", COURSE_ID) as gradebook:
         assert gradebook.find_submission_notebook(NB1, ASSIGNMENT, "dee-dup_888").score == 5
@@ -118,7 +118,8 @@ def test_both_lmss_get_their_files(graded):
     (root / "moodle.csv").write_text("Identifier,Full name,Email address,Status,Grade,Maximum Grade,"
                                      "Grade can be changed,Last modified (submission),Last modified (grade),"
                                      "Feedback comments\n"
-                                     "Participant 777,Cy Moo,cy@example.org,Submitted,,20.00,Yes,-,-,\n")
+                                     # the LMS's maximum is the course's 26 points: nothing to scale
+                                     "Participant 777,Cy Moo,cy@example.org,Submitted,,26.00,Yes,-,-,\n")
     for lms in ("canvas", "moodle"):
         done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--export", lms, "--roster",
                                str(root / f"{lms}.csv"), "--course-dir", str(root)], capture_output=True, text=True)
