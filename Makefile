@@ -52,7 +52,7 @@ test-catalog: $(VENV)/installed  ## every catalog case graded by both graders: r
 	PERFAUDIT_CATALOG_BOTH=1 python -m pytest -n $(TEST_PROCESSES) tests/fixtures/test_catalog.py $(PYTEST_ARGS)
 
 # The same linters as tests/test_lint.py (pyproject.toml configures both); mypy keeps its cache in .mypy_cache/.
-lint: $(VENV)/installed  ## ruff over the repository, mypy over perfaudit/autograde, grade and serve (make test runs both)
+lint: $(VENV)/installed  ## ruff over the repository, mypy over perfaudit/autograde, bookkeeping, grade and serve (make test runs both)
 	python -m ruff check .
 	python -m mypy
 

@@ -10,7 +10,7 @@ c.CourseDirectory.course_id = "jax-performance-audit"
 c.CourseDirectory.release_directory = "notebooks"
 # Evidence the notebooks write (runs/) is output, never part of a release or a submission; nor is a student's own
 # git repository (.git). nbgrader never copies these names, the grading kernel never gets them, and the limits on
-# what a submission may hold (perfaudit/autograde/submission.py) neither count nor refuse them.
+# what a submission may hold (perfaudit/autograde/plugins/submission.py) neither count nor refuse them.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "runs", ".git"]
 # The stub says what to do, so a student who runs an unfilled cell reads more than a bare NotImplementedError.
 c.ClearSolutions.code_stub = {
@@ -50,12 +50,12 @@ c.Application.logging_config = {
 from nbgrader.converters import Autograde, GenerateFeedback  # noqa: E402
 from nbgrader.preprocessors import DeduplicateIds, Execute  # noqa: E402
 
-from perfaudit.autograde.drop_duplicate_ids import DropDuplicateIds  # noqa: E402
-from perfaudit.autograde.execute import TrustedExecute  # noqa: E402
-from perfaudit.autograde.hide_hidden_tests import HideHiddenTests  # noqa: E402
-from perfaudit.autograde.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
-from perfaudit.autograde.sanitize_outputs import SanitizeOutputs  # noqa: E402
-from perfaudit.autograde.refuse_unsafe_submission import RefuseUnsafeSubmission  # noqa: E402
+from perfaudit.autograde.plugins.drop_duplicate_ids import DropDuplicateIds  # noqa: E402
+from perfaudit.autograde.plugins.execute import TrustedExecute  # noqa: E402
+from perfaudit.autograde.plugins.hide_hidden_tests import HideHiddenTests  # noqa: E402
+from perfaudit.autograde.plugins.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
+from perfaudit.autograde.plugins.sanitize_outputs import SanitizeOutputs  # noqa: E402
+from perfaudit.autograde.plugins.refuse_unsafe_submission import RefuseUnsafeSubmission  # noqa: E402
 
 # A submission holding anything but regular files is refused, with the reason, before anything reads it.
 # A duplicated or split graded cell is graded once instead of failing the whole submission.

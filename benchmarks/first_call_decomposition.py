@@ -40,7 +40,7 @@ def one_process():
     import numpy as np
 
     from perfaudit import decompose
-    from perfaudit.instructor import answers
+    from perfaudit.answer_key import answers
 
     jax.config.update("jax_enable_compilation_cache", False)
     x = jax.device_put(np.eye(16, dtype=np.float32))

@@ -2,7 +2,7 @@
 
     python benchmarks/grading_cost.py [--rounds 3] [--sample correct]
 
-The canary (perfaudit/autograde/canary.py) is a fixed cost per grading process, not per notebook: it is
+The canary (perfaudit/autograde/plugins/canary.py) is a fixed cost per grading process, not per notebook: it is
 measured apart, and skipped (PERFAUDIT_SKIP_CANARY=1) in the per-notebook comparison.
 
 Two temporary course directories hold the same submission (perfaudit/fixtures/samples.py). One has this course's

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"
 from courses import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT  # noqa: E402
-from perfaudit.autograde.canary import SKIP as SKIP_CANARY  # noqa: E402
+from perfaudit.autograde.plugins.canary import SKIP as SKIP_CANARY  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 
 DEFAULT_RUNS = 20

@@ -30,10 +30,12 @@ The other make targets (make help says what each does):
 
 Wings, the folders of perfaudit/:
   checks/          the checks the notebooks' self-checks, their visible tests and the checker share (student-facing)
-  instructor/      the answer key, the course directory helpers, the demo, the student copy's maker (never shipped)
+  answer_key/      the answer key and the reference workload: hidden tests use them in the grader (never shipped)
+  bookkeeping/     the course directory, grading's state folder, the versions graded with (below both grading wings)
   autograde/       nbgrader's plug-ins for untrusted code: a sandboxed kernel, tests run in the grader, feedback
   grade/           batch grading: intake, diagnosis, tasks on Dask, the one gradebook writer, reports, exports
   serve/           the grading service: the exchange watched, a fair limit per student, feedback released
+  instructor/      the instructor's apps: the demo, the student copy's maker, a course's gradebook read (never shipped)
   hub/             the course on JupyterHub: settings, accounts, the exchange, the hub's config, its pinned proxy
   fixtures/        sample submissions and the catalog of cheats and valid variants (instructors and tests only)
   student_files/   the student copy's own Makefile, README, nbgrader_config.py and pyproject.toml

@@ -54,7 +54,7 @@ STEADY_RUNS = 20  # steady runs of the compiled program, after its first run
 def aot_parts(fn, x, time_stages):
     """The AOT stages of a fresh jit of fn at x, timed by time_stages(jitted, x, steady_runs): trace_s, lower_s,
     compile_s, first_run_s and their sum_s, with the median of the steady runs. Notebook 4 hands in the student's
-    own time_stages; the instructor's tests and benchmarks hand in the reference (perfaudit/instructor/answers.py)."""
+    own time_stages; the instructor's tests and benchmarks hand in the reference (perfaudit/answer_key/answers.py)."""
     jitted, _ = _fresh_jit(fn, "aot")
     stages = time_stages(jitted, x, STEADY_RUNS)
     parts = {key: float(stages[key]) for key in ("trace_s", "lower_s", "compile_s", "first_run_s")}

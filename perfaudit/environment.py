@@ -24,7 +24,7 @@ def cpu_affinity():
 
 def describe():
     """Settings that change what a first call or a steady call measures, read from this process."""
-    import jax  # JAX on first use: the graders import this module (autograde/envrecord.py) without running JAX
+    import jax  # JAX on first use: the graders import this module (autograde/plugins/envrecord.py) without running JAX
 
     cpu = jax.default_backend() == "cpu"
     return {
@@ -60,7 +60,7 @@ def environment_settings():
 
 def reproducibility():
     """What a reader needs to reproduce a measurement, read from this process now: take it when you measure."""
-    import jax  # JAX on first use: the graders import this module (autograde/envrecord.py) without running JAX
+    import jax  # JAX on first use: the graders import this module (autograde/plugins/envrecord.py) without running JAX
 
     return {
         "cpu_model": cpu_model(),

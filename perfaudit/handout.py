@@ -7,7 +7,7 @@ returns (w, losses); what differs is how it is written, and so what it costs.
 
 The variants are the course's terms: the source notebook's setup cell names the one its students audit
 (AUDIT_VARIANT; docs/instructors.md says how to pick one). Which problems each variant holds is the answer key's
-(perfaudit/instructor/answers.py), not this module's. Each loop takes `jit` (jax.jit by default), as notebook 3's
+(perfaudit/answer_key/answers.py), not this module's. Each loop takes `jit` (jax.jit by default), as notebook 3's
 gather_evidence does, so that a counting jit can count its traces; and each variant comes with the benchmark its
 author wrote (benchmark_of).
 

@@ -24,7 +24,7 @@ from test_browser_exchange import instructor_course
 
 from perfaudit import ASSIGNMENT, notebooks, paths
 from perfaudit.instructor import course
-from perfaudit.autograde.hide_outputs_after_tests import OUTPUT_HIDDEN
+from perfaudit.autograde.plugins.hide_outputs_after_tests import OUTPUT_HIDDEN
 from perfaudit.fixtures import catalog
 from perfaudit.fixtures.catalog import student_html
 from perfaudit.fixtures.catalog.build import submission

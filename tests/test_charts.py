@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from perfaudit import charts
-from perfaudit.instructor import answers
+from perfaudit.answer_key import answers
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

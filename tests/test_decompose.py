@@ -14,7 +14,7 @@ import pytest
 from jax._src import monitoring  # the listener list itself: is ours gone afterwards?
 
 from perfaudit import charts, checks, decompose, environment
-from perfaudit.instructor import answers
+from perfaudit.answer_key import answers
 from evidence_reports import consistent_report, write_evidence
 
 N = 16

@@ -6,7 +6,7 @@ import pytest
 from loops import count_traces
 
 from perfaudit import handout
-from perfaudit.instructor import answers
+from perfaudit.answer_key import answers
 
 
 @pytest.mark.parametrize("variant", handout.VARIANTS)

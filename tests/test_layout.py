@@ -126,7 +126,9 @@ def _test_file(name):
 
 # Modules with no behaviour of their own, so no test file of their own: {module: why}.
 NO_BEHAVIOUR = {
-    **dict.fromkeys(["perfaudit", "perfaudit.autograde", "perfaudit.checks", "perfaudit.fixtures", "perfaudit.grade",
+    **dict.fromkeys(["perfaudit", "perfaudit.answer_key", "perfaudit.autograde", "perfaudit.autograde.evidence",
+                     "perfaudit.autograde.isolation", "perfaudit.autograde.plugins", "perfaudit.autograde.wire",
+                     "perfaudit.bookkeeping", "perfaudit.checks", "perfaudit.fixtures", "perfaudit.grade",
                      "perfaudit.hub", "perfaudit.instructor", "perfaudit.serve", "perfaudit.fixtures.catalog.cheats"],
                     "a package's docstring, its constants and the names it re-exports"),
     **dict.fromkeys(["perfaudit.student_files.nbgrader_config", "perfaudit.hub.students.nbgrader_config",
@@ -143,7 +145,8 @@ NO_BEHAVIOUR = {
 TESTED_ELSEWHERE = {
     "perfaudit.fixtures.catalog.build": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.case": "fixtures/test_catalog.py",
-    "perfaudit.fixtures.catalog.student_html": "autograde/test_sanitize_outputs.py, test_browser_student_html.py",
+    "perfaudit.fixtures.catalog.student_html": ("autograde/plugins/test_sanitize_outputs.py, "
+                                                "test_browser_student_html.py"),
     "perfaudit.fixtures.catalog.valid": "fixtures/test_catalog.py",
     "perfaudit.fixtures.catalog.variants": "fixtures/test_catalog.py",
     "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
@@ -196,7 +199,7 @@ def test_the_student_copy_s_rule_is_a_folder_rule():
     wings = {".".join(name.split(".")[:2]) for name, path in _modules().items()
              if name.count(".") and (path.parent == PACKAGE or (PACKAGE / name.split(".")[1] / "__init__.py").exists())}
     assert sorted(wing for wing in wings if wing.split(".")[1] not in instructor_only and wing not in facing) == []
-    assert "perfaudit.instructor.reference" in _modules() and "perfaudit.checks" in facing
+    assert "perfaudit.answer_key.reference" in _modules() and "perfaudit.checks" in facing
 
 
 def _commands():
@@ -223,17 +226,59 @@ def test_the_package_docstring_names_every_command_make_target_and_wing():
 
 
 def test_each_wing_s_docstring_maps_every_module_and_folder_in_it():
-    """A wing's __init__.py is its map: every module (`name.py`) and folder (`name/`) in it is named there, so a
-    reader opening the wing sees all of it. Fixtures map their catalog in perfaudit/fixtures/catalog/__init__.py."""
+    """A wing's __init__.py is its map, and so is each of its folders': every module (`name.py`) and folder (`name/`)
+    in it is named there, so a reader opening the wing sees all of it. Fixtures map their catalog in
+    perfaudit/fixtures/catalog/__init__.py."""
     unmapped = {}
-    for wing in sorted(path.parent for path in PACKAGE.glob("*/__init__.py") if path.parent.name != "fixtures"):
+    for wing in sorted(path.parent for path in PACKAGE.rglob("*/__init__.py")
+                       if "fixtures" not in path.relative_to(PACKAGE).parts):
         said = ast.get_docstring(ast.parse((wing / "__init__.py").read_text())) or ""
         parts = [f"{path.name}/" if path.is_dir() else path.name for path in sorted(wing.iterdir())
                  if path.name not in ("__init__.py", "__pycache__") and (path.is_dir() or path.suffix == ".py")]
         missing = [part for part in parts if not re.search(rf"(^|\s){re.escape(part)}(\s|$)", said, re.M)]
         if missing:
-            unmapped[wing.name] = missing
+            unmapped[wing.relative_to(PACKAGE).as_posix()] = missing
     assert unmapped == {}
+    assert {"autograde/plugins", "autograde/wire"} <= {path.parent.relative_to(PACKAGE).as_posix()
+                                                      for path in PACKAGE.rglob("*/__init__.py")}  # subfolders read
+
+
+# The wings from the bottom up: a wing imports only wings at its level or below, so none reaches back up into a wing
+# that drives it. Student-facing code (the modules at the package's top, checks/) is the floor; the answer key and
+# the grading wings' bookkeeping sit on it; the grader's plug-ins above them, then the batch, the service, the hub
+# and, over everything, the instructor's apps. Fixtures (sample submissions, the catalog) use the plug-ins' names.
+WING_LEVELS = {"": 0, "checks": 0, "student_files": 0, "student_lab": 0, "answer_key": 1, "bookkeeping": 2,
+               "autograde": 3, "grade": 4, "fixtures": 4, "serve": 5, "hub": 6, "instructor": 7}
+
+
+def _wing(name, modules):
+    """The wing a module is in: its folder under perfaudit/, or "" for a module at the package's top."""
+    parts = modules[name].relative_to(modules["perfaudit"].parent).parts
+    return parts[0] if len(parts) > 1 else ""
+
+
+def _arrows_up(modules):
+    graph = {name: _imported(name, path, modules) for name, path in modules.items()}
+    return sorted(f"{name} -> {imported}" for name, imports in graph.items() for imported in imports
+                  if WING_LEVELS[_wing(imported, modules)] > WING_LEVELS[_wing(name, modules)])
+
+
+def test_imports_between_wings_run_one_way_down():
+    modules = _modules()
+    assert sorted({_wing(name, modules) for name in modules} - set(WING_LEVELS)) == []  # a new wing gets its level
+    assert _arrows_up(modules) == []
+
+
+def test_an_import_back_up_into_a_driving_wing_is_found(tmp_path):
+    for name in ("perfaudit/__init__.py", "perfaudit/grade/__init__.py", "perfaudit/grade/run.py",
+                 "perfaudit/autograde/__init__.py", "perfaudit/autograde/kernel.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("from perfaudit.grade import run\n" if name.endswith("kernel.py") else "")
+    modules = {".".join(Path(n).with_suffix("").parts[:-1] if n.endswith("__init__.py") else
+                        Path(n).with_suffix("").parts): tmp_path / n
+               for n in ("perfaudit/__init__.py", "perfaudit/grade/__init__.py", "perfaudit/grade/run.py",
+                         "perfaudit/autograde/__init__.py", "perfaudit/autograde/kernel.py")}
+    assert _arrows_up(modules) == ["perfaudit.autograde.kernel -> perfaudit.grade.run"]
 
 
 def test_tests_hold_test_files_and_conftest_only_helpers_live_in_their_folder():

@@ -15,7 +15,7 @@ from importlib import metadata
 from packaging.specifiers import SpecifierSet
 
 from perfaudit import paths
-from perfaudit.autograde import versions
+from perfaudit.bookkeeping import versions
 
 OLDEST_PYTHON = "3.11.2"  # Debian 12's python3.11, what docs/hub.md makes the venv with
 

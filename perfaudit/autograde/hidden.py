@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from perfaudit import checks
-from perfaudit.instructor import answers
-from perfaudit.autograde.audit_evidence import (check_fixed_traces, check_original_traces, check_problems_named,
-                                      check_speedup_measured)
-from perfaudit.autograde.made_up import made_up_evidence, made_up_first_call, made_up_report, new_folder
-from perfaudit.autograde.measured import check_gather_evidence, check_run_audit, check_time_stages
+from perfaudit.answer_key import answers
+from perfaudit.autograde.evidence.audit_evidence import (check_fixed_traces, check_original_traces,
+                                                        check_problems_named, check_speedup_measured)
+from perfaudit.autograde.evidence.made_up import made_up_evidence, made_up_first_call, made_up_report, new_folder
+from perfaudit.autograde.evidence.measured import check_gather_evidence, check_run_audit, check_time_stages
 
 __all__ = ["check_fixed_traces", "check_gather_evidence", "check_original_traces", "check_problems_named",
            "check_speedup_measured", "check_run_audit", "check_summarize", "check_time_stages", "made_up_evidence",

@@ -1,7 +1,7 @@
 """Notebook 5's audit of a handed-out training loop (perfaudit/handout.py): the trace counter, the findings, the
 fixed loop's values and traces, the speed-up. Each check runs the student's functions on data it makes now; a
 hidden test runs the same checks on data the grader makes, with the grader's own clock
-(perfaudit/autograde/audit_evidence.py)."""
+(perfaudit/autograde/evidence/audit_evidence.py)."""
 
 import math
 

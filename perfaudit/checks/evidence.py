@@ -133,7 +133,7 @@ SELF_CHECK_COST = {16: {"flops": 8192, "transcendentals": 256}}  # written out, 
 
 def check_expected_cost(expected_cost, n=16, expected=None):
     """expected_cost(n) gives flops and transcendentals of tanh(x @ x) as the closed form counts them: `expected`,
-    which a caller with the answer key (perfaudit/instructor/answers.py, not in the student copy) gives for another
+    which a caller with the answer key (perfaudit/answer_key/answers.py, not in the student copy) gives for another
     n."""
     if expected is None:
         expected = SELF_CHECK_COST[n]

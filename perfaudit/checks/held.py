@@ -1,6 +1,6 @@
 """Results whose readiness someone else decides, and a slow function that makes them: how a check knows whether, and
 when, the caller waited for a result. The visible check of time_call uses them as they are; when a test runs in the
-grader, the grader holds the call and the result back itself (perfaudit/autograde/channel.py) and never tells the
+grader, the grader holds the call and the result back itself (perfaudit/autograde/wire/channel.py) and never tells the
 student's process for how long."""
 
 import time
@@ -10,7 +10,7 @@ import numpy as np
 # JAX refuses an object that converts to an array only through __jax_array__ wherever it abstractifies an argument
 # (jax.jit, and jax.numpy's functions, which are jitted); the hooks that would let a held result through are JAX's
 # internals (docs/grading-security.md). Its refusal starts with JAX_REFUSAL; the student is told what to do instead,
-# in their own run (perfaudit/unfilled.py) and in a graded notebook (perfaudit/autograde/verdicts.py).
+# in their own run (perfaudit/unfilled.py) and in a graded notebook (perfaudit/autograde/plugins/verdicts.py).
 JAX_REFUSAL = "Triggering __jax_array__() during abstractification"
 PASSED_INTO_JAX = ("A result the course's check held back (a jax.Array that stands in for a jitted call's result) "
                    "went straight into jax.jit or a jax.numpy function, which JAX refuses: wait with "
@@ -165,7 +165,7 @@ def _array_class():
 class FreshJit:
     """A new jax.jit of fn, made where fn lives and first called by the caller: its first call traces and compiles,
     whatever ran before. In one process it is made here on first use; handed to a student's kernel it crosses as a
-    request to make it there (perfaudit/autograde/channel.py), and the grader judges only the calls' effects on its
+    request to make it there (perfaudit/autograde/wire/channel.py), and the grader judges only the calls' effects on its
     own clock."""
 
     def __init__(self, fn):
@@ -183,7 +183,7 @@ class SlowFunction:
     """fn(x) that takes call_delays_s to return and whose result becomes ready only after delays_s more, however the
     caller waits for it. `hold_call` and `hold_result` keep those delays and record, on the holder's clock, when each
     call arrived and each result was let be ready. When a test runs in the grader, the grader itself holds the call
-    and the result back, and never tells the student's process for how long (perfaudit/autograde/channel.py).
+    and the result back, and never tells the student's process for how long (perfaudit/autograde/wire/channel.py).
     `wrapped`: call that inside (a real JAX computation, traced and compiled on a first call) and hand back its
     result once ready.
     """

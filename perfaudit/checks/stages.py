@@ -1,7 +1,7 @@
 """Notebook 4's stages, checked for their form: trace, lower, compile and the compiled program's runs, each a
 positive float of seconds, as many steady runs as asked. Relations only, never a time against a fixed number.
 Whether each part covers its own stage is judged against the grader's own clock by the hidden test
-(perfaudit/autograde/measured.py, check_time_stages). Re-exported by perfaudit.checks.
+(perfaudit/autograde/evidence/measured.py, check_time_stages). Re-exported by perfaudit.checks.
 """
 
 import math

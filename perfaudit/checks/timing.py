@@ -117,7 +117,7 @@ def as_float(value):
 
 
 SELF_CHECK_SAMPLES = (0.003, 0.001, 0.002, 0.005, 0.004)
-# Their summary written out: the self-check shows no way of computing it (perfaudit/instructor/answers.py: the
+# Their summary written out: the self-check shows no way of computing it (perfaudit/answer_key/answers.py: the
 # graders' only).
 SELF_CHECK_SUMMARY = {"median_s": 0.003, "min_s": 0.001, "max_s": 0.005, "iqr_s": 0.002}
 # How far a statistic may be from NumPy's float64 one, relative to the largest sample: float32 rounds each step to

@@ -3,7 +3,7 @@ functions note each call (its shape and dtype, whether it traced, how long it to
 for a few milliseconds before it is let be ready, noting when the caller waited for it. A timing that covers its
 call waited for the result; one that stopped the clock when the call returned is shorter than the call and its
 hold by the whole hold, on any machine, however loaded. The grader's own jit does the same on its own clock
-(perfaudit/autograde/instruments.py); this one runs where the student runs the notebook.
+(perfaudit/autograde/evidence/instruments.py); this one runs where the student runs the notebook.
 """
 
 import functools

@@ -2,7 +2,6 @@
 
 __main__.py  the command line: options, one-line errors, the exit status
 run.py       the pipeline: intake, diagnose, grade on Dask, write as the one gradebook writer, export, summary
-coursedir.py the course directory: whether it is one, and plain nbgrader run in it
 definition.py  the assignment as the gradebook holds it, against source/
 engine.py    where grading tasks run: Dask distributed, a cluster started here or one that already runs
 envcheck.py  the environment check (the canary) once per environment, not once per run

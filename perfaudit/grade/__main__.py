@@ -16,12 +16,12 @@ import sys
 from pathlib import Path
 
 try:
-    from perfaudit.grade import coursedir
+    from perfaudit.bookkeeping import coursedir
     from perfaudit.grade import classreport, export, feedback, records
     from perfaudit.grade.engine import SchedulerUnreachable
     from perfaudit.grade.run import NothingToGrade, Options, run
-    from perfaudit.autograde.canary import GradingEnvironmentError, disk_full
-    from perfaudit.autograde.sandbox import SandboxUnavailable
+    from perfaudit.autograde.plugins.canary import GradingEnvironmentError, disk_full
+    from perfaudit.autograde.isolation.sandbox import SandboxUnavailable
 except ImportError as missing:  # the grader's own Python lacks a package: say so, never a traceback
     print(f"Grading stopped before it began: this Python cannot import what the grader needs "
           f"({type(missing).__name__}: {missing}). No student was graded. Install the course's pinned packages into "

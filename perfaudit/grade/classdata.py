@@ -3,7 +3,7 @@
 What the class report (classreport.py) and the regrade diff (regrade.py) read, from the gradebook (one SQL query, so
 1,000 students cost one round trip, not one per grade) and the autograded notebooks (each failed test cell holds
 the one error the grader wrote: its message for the student). A notebook with no autograded copy was not graded:
-its tests' message is the reason the batch recorded in its state folder (perfaudit/autograde/statefolder.py),
+its tests' message is the reason the batch recorded in its state folder (perfaudit/bookkeeping/statefolder.py),
 "missing: ...". A notebook whose row the gradebook does not hold (refused at intake: perfaudit/grade/refused.py) is
 withheld: no score, not a 0, so it counts in no distribution, pass count or total.
 Messages come from submissions (a student's exception can say anything): whoever shows one escapes it.
@@ -21,7 +21,7 @@ from nbgrader.api import (Assignment, Grade, GradeCell, MissingEntry, Notebook, 
 from sqlalchemy import create_engine
 from sqlalchemy.orm import Session
 
-from perfaudit.autograde import statefolder
+from perfaudit.bookkeeping import statefolder
 
 MESSAGE_CHARS = 400  # one failure message as the report shows it; the rest is cut
 # Every number, signed or not, in a name too (float32 -> float#): what differs between two students' messages for

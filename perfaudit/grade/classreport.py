@@ -28,7 +28,7 @@ from nbgrader.api import MissingEntry
 from sqlalchemy.engine import make_url
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import statefolder
+from perfaudit.bookkeeping import statefolder
 from perfaudit.grade import classdata, intake, items, records, refused, regrade
 from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line

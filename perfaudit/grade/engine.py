@@ -12,9 +12,9 @@ cluster (`dask scheduler`, `dask worker`, dask-jobqueue, Kubernetes) and how to 
 A worker that dies mid-grading (killed, out of memory) loses its task to another worker; a task that has been on
 `distributed.scheduler.allowed-failures` + 1 dying workers is failed with KilledWorker and not tried again. That is
 the only retry beside TrustedExecute's own (a kernel killed from outside, or one that never started, runs once more:
-perfaudit/autograde/kernel_fate.py). Here the number is ALLOWED_FAILURES, 2 (Dask's own default is 3), and a worker
-takes one task at a time (`worker-saturation` 1.0), so a worker's death counts against the submission it was grading
-only. These are set where the cluster is made (cluster_settings), not on import, and only where the instructor's
+perfaudit/autograde/isolation/kernel_fate.py). Here the number is ALLOWED_FAILURES, 2 (Dask's own default is 3), and a
+worker takes one task at a time (`worker-saturation` 1.0), so a worker's death counts against the submission it was
+grading only. These are set where the cluster is made (cluster_settings), not on import, and only where the instructor's
 Dask configuration (a file, a DASK_DISTRIBUTED__... variable) leaves Dask's default.
 """
 

@@ -8,7 +8,7 @@ Their digest is the environment's fingerprint. A passed check is kept beside the
 PostgreSQL autograded/.batch-grading/environment.json) and a run whose fingerprint matches says "passed earlier for
 this environment (fingerprint ...)"; any change runs it again before anyone is graded. A Dask cluster's workers
 (--scheduler) are other machines the fingerprint cannot see: they still check for themselves. The fingerprint and
-the record are perfaudit/autograde/envrecord.py's, which plain `nbgrader autograde` reads too.
+the record are perfaudit/autograde/plugins/envrecord.py's, which plain `nbgrader autograde` reads too.
 """
 
 import time
@@ -18,9 +18,9 @@ from typing import Any
 
 from nbgrader.coursedir import CourseDirectory
 
-from perfaudit.autograde import canary
-from perfaudit.autograde.envrecord import fingerprint, passed_earlier, save
-from perfaudit.autograde.execute import TrustedExecute
+from perfaudit.autograde.plugins import canary
+from perfaudit.autograde.plugins.envrecord import fingerprint, passed_earlier, save
+from perfaudit.autograde.plugins.execute import TrustedExecute
 from perfaudit.grade import worker
 
 

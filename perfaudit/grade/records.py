@@ -5,7 +5,7 @@ source notebook (which holds the hidden tests) and of the test cells as the grad
 with those), the versions of Python, JAX, jaxlib, NumPy, nbgrader, nbclient, jupyter_client and this package with a
 digest of this package's code (an editable install keeps its version number when its code changes), the sandbox's
 limits, the machine that graded it, the time and how long grading the notebook took. One JSON object per graded
-notebook is appended to records.jsonl in the batch state folder (perfaudit/autograde/statefolder.py), by the one
+notebook is appended to records.jsonl in the batch state folder (perfaudit/bookkeeping/statefolder.py), by the one
 writer of a grading result (perfaudit/grade/writer.py) whether the batch command or the service graded it: a regrade
 appends, nothing is overwritten. Regrading the same files in the same environment writes the same record apart from
 VOLATILE.
@@ -29,8 +29,8 @@ from nbgrader.api import MissingEntry
 from traitlets.config import Config
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import statefolder
-from perfaudit.autograde import versions
+from perfaudit.bookkeeping import statefolder
+from perfaudit.bookkeeping import versions
 from perfaudit.grade.export import EXPORT_DIR, course_directory
 from perfaudit.grade.gradebook import opened
 from perfaudit.grade.worker import venv_first_on_path
@@ -38,8 +38,8 @@ from perfaudit.grade.worker import venv_first_on_path
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
 
-    from perfaudit.autograde.execute import TrustedExecute
-    from perfaudit.autograde.limits import SandboxLimits
+    from perfaudit.autograde.plugins.execute import TrustedExecute
+    from perfaudit.autograde.isolation.limits import SandboxLimits
 
 FILE = "records.jsonl"
 VOLATILE = ("graded_at", "seconds")  # what differs between two gradings of the same files in one environment
@@ -175,7 +175,8 @@ def recorder(autograded: str | Path, spec: dict[str, Any], course_gb: "Gradebook
              limits: "SandboxLimits", sandbox: str, config: Config) -> Recorder:
     """The run's Recorder: what every task of it shares (the definition, the limits, the tests as the gradebook
     holds them), computed once."""
-    from perfaudit.autograde.execute import TrustedExecute  # the grader's own time limits, as nbgrader reads them
+    # the grader's own time limits, as nbgrader reads them
+    from perfaudit.autograde.plugins.execute import TrustedExecute
 
     assignment = spec["assignment"]
     maxima = {nb.name: nb.max_score for nb in course_gb.find_assignment(assignment).notebooks}

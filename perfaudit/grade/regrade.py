@@ -14,11 +14,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfaudit.autograde import statefolder
+from perfaudit.bookkeeping import statefolder
 from perfaudit.grade import classdata, grades_csv
 from perfaudit.grade.classdata import ClassData
 
-HISTORY = "history"  # in the batch state folder (perfaudit/autograde/statefolder.py)
+HISTORY = "history"  # in the batch state folder (perfaudit/bookkeeping/statefolder.py)
 PREFIX = "regrade-"
 COLUMNS = ["student", "direction", "old_total", "new_total", "notebook", "test", "old_score", "new_score",
            "old_message", "new_message"]

@@ -3,7 +3,7 @@
 Each student is one self-contained task (perfaudit/grade/task.py) run by a Dask worker (perfaudit/grade/engine.py:
 a local cluster by default, or --scheduler); it returns plain data, and this process alone writes the gradebook,
 autograded/ and feedback/ (perfaudit/grade/writer.py). A student counts as graded when the gradebook holds their
-submission and their state in the batch state folder (perfaudit/autograde/statefolder.py) was made from the same
+submission and their state in the batch state folder (perfaudit/bookkeeping/statefolder.py) was made from the same
 submitted files; re-running grades only the others (or everyone, with regrade=True).
 """
 
@@ -26,11 +26,13 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import canary, envrecord, sandbox, statefolder, submission, versions
-from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.autograde.plugins import canary, envrecord, submission
+from perfaudit.autograde.isolation import sandbox
+from perfaudit.bookkeeping import statefolder, versions
+from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, records,
                              regrade, summary, task, worker)
-from perfaudit.grade.coursedir import nbgrader
+from perfaudit.bookkeeping.coursedir import nbgrader
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.definition import out_of_step
 from perfaudit.grade.writer import ResultWriter
@@ -61,11 +63,11 @@ class Batch:
     engine: str = ""  # where grading ran: perfaudit.grade.engine.describe()
     task_seconds: float = 0.0  # the tasks' own time on the workers, all together (the rest is the engine's)
     seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
-    sandbox: str = ""  # how student code ran: perfaudit.autograde.sandbox.status()
+    sandbox: str = ""  # how student code ran: perfaudit.autograde.isolation.sandbox.status()
     canary: str = ""  # what the canary found before grading, or that it was skipped
     environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
     refused: dict = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
-    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.autograde.versions.graded_with()
+    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.bookkeeping.versions.graded_with()
     drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
     again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
     needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake

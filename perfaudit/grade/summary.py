@@ -9,9 +9,9 @@ from typing import Any, TextIO
 
 import nbformat
 
-from perfaudit.autograde import versions
-from perfaudit.autograde.execute import NOT_RUN
-from perfaudit.autograde.statefolder import State
+from perfaudit.bookkeeping import versions
+from perfaudit.autograde.plugins.execute import NOT_RUN
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import gradebook, refused
 from perfaudit.grade.escape import one_line
 

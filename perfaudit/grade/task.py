@@ -26,9 +26,10 @@ from typing import Any, TypeGuard
 from nbgrader.api import MissingEntry
 from nbgrader.coursedir import CourseDirectory
 
-from perfaudit.autograde import canary, sandbox, submission
-from perfaudit.autograde.execute import TrustedExecute
-from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.autograde.plugins import canary, submission
+from perfaudit.autograde.isolation import sandbox
+from perfaudit.autograde.plugins.execute import TrustedExecute
+from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.grade import gradebook, records, worker
 
 CONFIG_FILE = "nbgrader_config.py"

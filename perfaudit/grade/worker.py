@@ -19,7 +19,7 @@ from nbgrader.utils import capture_log
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
-from perfaudit.autograde import canary
+from perfaudit.autograde.plugins import canary
 from perfaudit.grade import gradebook
 
 
@@ -66,7 +66,7 @@ def _failure(result):
     return (errors or lines or ["nbgrader failed without a message"])[-1].strip()
 
 
-ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.canary: the environment, not the submission
+ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.plugins.canary: the environment, not the submission
 
 
 def _environment_reason(said):
@@ -77,7 +77,7 @@ def _environment_reason(said):
 
 def _convert(converter_class, config):
     """One conversion, as `nbgrader <command>` runs it. A kernel that never started or was killed from outside is
-    run once more by TrustedExecute itself (perfaudit/autograde/kernel_fate.py), for plain nbgrader too."""
+    run once more by TrustedExecute itself (perfaudit/autograde/isolation/kernel_fate.py), for plain nbgrader too."""
     converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
     converter.force = True
     return capture_log(converter)

@@ -15,7 +15,7 @@ from typing import Any
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
-from perfaudit.autograde.statefolder import State
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import feedback as feedback_pages, gradebook, task, worker
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.records import Recorder

@@ -25,18 +25,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT
+from perfaudit import ASSIGNMENT, paths
 from perfaudit.hub import people, preflight, settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 ROOT_MODE = 0o1777
 # What of the course directory students' servers need, so all of it every account may read: the venv, the Python
 # every account's JupyterLab runs (.hub/accounts-python; the hub's own files there are kept private by
-# perfaudit/hub/jupyterhub_config.py) and the package the notebooks import, less its answers (ANSWERS). Everything
-# else (source/, .git with every version of it, submitted/, autograded/, feedback/, the gradebook, the tests, ...)
-# is the course owner's.
+# perfaudit/hub/jupyterhub_config.py) and the package the notebooks import, less its answers
+# (paths.ANSWER_FOLDERS). Everything else (source/, .git with every version of it, submitted/, autograded/,
+# feedback/, the gradebook, the tests, ...) is the course owner's.
 STUDENTS_READ = (".venv", ".hub", "perfaudit")
-ANSWERS = ("instructor", "fixtures")  # in the package: the folders the grading sandbox hides too
 
 
 def prepare(exchange, course_id, owner_uid=None, owner_gid=-1):
@@ -71,13 +70,13 @@ def loosened(exchange, course_id):
 def protect(course_dir):
     """Take every permission of other accounts off everything in the course directory but what students' servers
     need (STUDENTS_READ), and off the package's answers (the grader's own modules stay readable: student kernels
-    import perfaudit.autograde.agent in the sandbox). The course directory itself keeps only other accounts' search
+    import perfaudit.autograde.wire.agent in the sandbox). The course directory itself keeps only other accounts' search
     permission: their servers reach the venv and the package by path, and nobody lists what else is there. A link
     is left as it is (chmod would change what it points to)."""
     course_dir = Path(course_dir)
     course_dir.chmod(stat.S_IMODE(course_dir.stat().st_mode) & ~0o006)
     closed = [entry for entry in course_dir.iterdir() if entry.name not in STUDENTS_READ]
-    for path in [*closed, *(course_dir / "perfaudit" / name for name in ANSWERS)]:
+    for path in [*closed, *(course_dir / "perfaudit" / name for name in paths.ANSWER_FOLDERS)]:
         if path.exists() and not path.is_symlink():
             path.chmod(stat.S_IMODE(path.stat().st_mode) & ~0o007)
 

@@ -1,5 +1,5 @@
-"""A course directory for the instructor's tools and tests: plain nbgrader run in it (grade/coursedir.py, which the
-batch and the service use themselves), and its sqlite gradebook read."""
+"""A course directory for the instructor's tools and tests: plain nbgrader run in it (bookkeeping/coursedir.py, which
+the batch and the service use themselves), and its sqlite gradebook read."""
 
 from pathlib import Path
 
@@ -7,7 +7,7 @@ from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import gradebook
-from perfaudit.grade.coursedir import nbgrader, not_a_course
+from perfaudit.bookkeeping.coursedir import nbgrader, not_a_course
 
 __all__ = ["make_writable", "nbgrader", "not_a_course", "scores", "totals"]
 

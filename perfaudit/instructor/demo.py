@@ -20,7 +20,7 @@ from pathlib import Path
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.instructor import course
-from perfaudit.autograde import sandbox
+from perfaudit.autograde.isolation import sandbox
 from perfaudit.fixtures import samples
 
 DEMO_DIR = "demo"

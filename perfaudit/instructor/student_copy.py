@@ -21,8 +21,8 @@ TOP = f"{ASSIGNMENT}-student"  # the folder the zip unpacks into
 DEFAULT_ZIP = paths.ROOT / "dist" / f"{TOP}.zip"
 # The students' commands; the notebooks' own imports are read from the release.
 ENTRY_MODULES = ("check", "lab", "workcopy")
-# Never shipped: the instructor's folder (the answer key, the instructor's commands), the grading wings, fixtures.
-INSTRUCTOR_ONLY = {"instructor", "autograde", "grade", "serve", "hub", "fixtures"}
+# Never shipped: the answer key, the instructor's commands, the grading wings and their bookkeeping, the fixtures.
+INSTRUCTOR_ONLY = {"answer_key", "instructor", "autograde", "bookkeeping", "grade", "serve", "hub", "fixtures"}
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # the same bytes for the same content: the zip diffs cleanly
 
 NOTEBOOK_IMPORT = re.compile(r"^\s*(?:from perfaudit import (.+)|from perfaudit\.(\w+) import|import perfaudit\.(\w+))",

@@ -14,9 +14,9 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from perfaudit.grade import coursedir
-from perfaudit.autograde.canary import GradingEnvironmentError
-from perfaudit.autograde.sandbox import SandboxUnavailable
+from perfaudit.bookkeeping import coursedir
+from perfaudit.autograde.plugins.canary import GradingEnvironmentError
+from perfaudit.autograde.isolation.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.serve import readiness
 from perfaudit.serve.ledger import status_lines

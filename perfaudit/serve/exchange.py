@@ -21,7 +21,7 @@ from nbgrader.exchange.default import Exchange
 from nbgrader.utils import notebook_hash, parse_utc
 from traitlets.config import Config
 
-from perfaudit.autograde import submission
+from perfaudit.autograde.plugins import submission
 from perfaudit.grade import task, worker
 
 SECRET = "submission_secret.txt"

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from perfaudit.autograde import statefolder
+from perfaudit.bookkeeping import statefolder
 
 FILE_SUFFIX = ".serve.json"  # beside a sqlite gradebook: gradebook.db.serve.json
 STATES = ("queued", "grading", "graded", "limited", "failed", "refused")

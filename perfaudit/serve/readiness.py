@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from perfaudit.autograde import sandbox
+from perfaudit.autograde.isolation import sandbox
 from perfaudit.grade import worker
 
 COMMANDS = ("alembic", "nbgrader")  # what nbgrader and the instructors' steps run from PATH

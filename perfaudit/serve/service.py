@@ -31,10 +31,11 @@ from nbgrader.coursedir import CourseDirectory
 from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import sandbox, statefolder
-from perfaudit.autograde.limits import SandboxLimits
+from perfaudit.autograde.isolation import sandbox
+from perfaudit.bookkeeping import statefolder
+from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
-from perfaudit.grade.coursedir import keep_from_other_accounts
+from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter

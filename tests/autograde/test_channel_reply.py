@@ -8,8 +8,8 @@ import tracemalloc
 
 import pytest
 
-from perfaudit.autograde import agent, protocol
-from perfaudit.autograde.channel import StudentError, _read_reply
+from perfaudit.autograde.wire import agent, protocol
+from perfaudit.autograde.wire.channel import StudentError, _read_reply
 
 
 def read(text):

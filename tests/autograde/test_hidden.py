@@ -22,4 +22,4 @@ def test_a_summary_is_checked_against_the_answer_key_on_the_test_s_own_samples()
 
 def test_every_name_a_hidden_test_imports_is_there():
     assert all(callable(getattr(hidden, name)) for name in hidden.__all__)
-    assert hidden.made_up_evidence.__module__ == "perfaudit.autograde.made_up"
+    assert hidden.made_up_evidence.__module__ == "perfaudit.autograde.evidence.made_up"

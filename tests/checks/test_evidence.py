@@ -9,7 +9,7 @@ import pytest
 from evidence_reports import consistent_report, write_evidence
 
 from perfaudit import checks
-from perfaudit.instructor import answers
+from perfaudit.answer_key import answers
 from perfaudit.autograde import hidden
 
 

@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from perfaudit.autograde import measured
+from perfaudit.autograde.evidence import measured
 from perfaudit.checks import selfcheck
-from perfaudit.instructor import answers
+from perfaudit.answer_key import answers
 
 
 def workload(x):

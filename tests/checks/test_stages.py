@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from perfaudit import decompose
-from perfaudit.autograde import instruments, measured, products
+from perfaudit.autograde.evidence import instruments, measured, products
 from perfaudit.checks import stages
 
 

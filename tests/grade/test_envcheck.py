@@ -6,7 +6,7 @@ from courses import make_course
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde import envrecord
+from perfaudit.autograde.plugins import envrecord
 from perfaudit.grade import worker
 
 

@@ -8,7 +8,7 @@ import sys
 from courses import make_course, uninstalled
 
 from perfaudit import paths
-from perfaudit.autograde import sandbox
+from perfaudit.autograde.isolation import sandbox
 
 
 def _grade(cwd, within=()):

@@ -128,7 +128,7 @@ def test_nothing_from_a_submission_poses_as_a_line_of_the_tool_s_own(graded):
     assert not [line for line in problems if line.startswith(f"  {HONEST} ")]  # full marks: no problem to report
     assert any(line.startswith("  forged-summary-line-in-file-name-scores-0 02-retracing (0/6): misnamed: submitted as "
                                "'\\x1b[2Jx\\n full-marks_777 02-retracing") for line in problems)  # padding: 1 space
-    # what the student's code raised during a test is never shown (autograde/verdicts.py): its type only
+    # what the student's code raised during a test is never shown (autograde/plugins/verdicts.py): its type only
     assert any(line.startswith("  exception-with-escape-codes-scores-0 01-first-call-vs-steady (0/5): no test passed; "
                                "first: '") and "' failed: in your code: your code raised this error" in line
                for line in problems)

@@ -9,7 +9,7 @@ from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.grade import gradebook, grades_csv, refused
-from perfaudit.grade.coursedir import nbgrader
+from perfaudit.bookkeeping.coursedir import nbgrader
 from perfaudit.grade.intake import RECORD
 from perfaudit.grade.worker import venv_first_on_path
 

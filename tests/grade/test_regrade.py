@@ -6,7 +6,7 @@ import re
 
 from class_data import CLASS, NB, make_class
 
-from perfaudit.autograde import statefolder
+from perfaudit.bookkeeping import statefolder
 from perfaudit.grade import regrade
 from perfaudit.grade.classdata import ClassData
 

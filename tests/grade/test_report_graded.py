@@ -26,7 +26,7 @@ from perfaudit.fixtures import samples
 from perfaudit.grade import records, regrade
 from perfaudit.grade.__main__ import main
 from perfaudit.grade.classreport import PAGE, REPORTS_DIR
-from perfaudit.autograde.statefolder import State
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade.run import Options, run
 
 pytestmark = pytest.mark.slow  # minutes: three grading runs
@@ -239,8 +239,8 @@ def test_the_page_in_chromium(graded, browser, artifacts):  # noqa: F811 (fixtur
     assert column() == sorted(column(), reverse=True) and header.get_attribute("aria-sort") == "descending"
     # The student's markup is text: shown as written, never run, never loaded.
     assert page.title().startswith("Class report")
-    # What the student's code raised during a test never reaches a verdict (autograde/verdicts.py): the report shows
-    # the grader's words in its place, and nothing of the markup (test_classreport.py renders markup as text).
+    # What the student's code raised during a test never reaches a verdict (autograde/plugins/verdicts.py): the report
+    # shows the grader's words in its place, and nothing of the markup (test_classreport.py renders markup as text).
     failures = page.locator(f"#failures-{NB1}-correct_summary").inner_text()
     assert "call your function yourself, to read it." in failures and "pwned" not in failures
     assert page.locator("script").count() == 1

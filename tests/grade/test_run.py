@@ -17,8 +17,8 @@ from courses import FULL, NB1, NB2, NB3, NB4, NONE, hidden_test_lines, make_cour
 from perfaudit import ASSIGNMENT
 from perfaudit.instructor import course
 from perfaudit.fixtures import samples
-from perfaudit.autograde.hide_hidden_tests import HIDDEN_NOTE
-from perfaudit.autograde.statefolder import State
+from perfaudit.autograde.plugins.hide_hidden_tests import HIDDEN_NOTE
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade.run import Options, run
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
@@ -75,7 +75,7 @@ def graded(tmp_path_factory):
     # Without the environment check: this run's settings are another environment than the course's record, so it
     # would grade the instructor's solutions and the release once more (8 kernels), and the record it wrote would
     # make plain nbgrader's canary run too (test_plain_nbgrader_keeps_the_points_before_a_kernel_death_too). The
-    # check is tested where it is the subject: tests/autograde/test_canary.py, tests/test_whole_term.py.
+    # check is tested where it is the subject: tests/autograde/plugins/test_canary.py, tests/test_whole_term.py.
     options = Options(
         course_dir=root, workers=(os.cpu_count() or 1) + 1, cell_timeout=20, memory_mb=3072, canary=False,
         progress=False,

@@ -7,8 +7,8 @@ import types
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from perfaudit.autograde.execute import NOT_RUN
-from perfaudit.autograde.statefolder import State
+from perfaudit.autograde.plugins.execute import NOT_RUN
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import refused, summary
 
 A = "performance-audit"

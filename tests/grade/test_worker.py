@@ -91,8 +91,8 @@ def test_each_notebook_is_its_own_conversion_and_each_failure_says_whose_fault(c
 
 
 def test_a_failed_conversion_is_not_converted_again_here(monkeypatch, tmp_path):
-    """Running a notebook once more is TrustedExecute's rule (tests/autograde/test_kernel_fate.py), for plain nbgrader
-    too: the worker converts each notebook once, whatever nbgrader's log says."""
+    """Running a notebook once more is TrustedExecute's rule (tests/autograde/isolation/test_kernel_fate.py), for plain
+    nbgrader too: the worker converts each notebook once, whatever nbgrader's log says."""
     results = [{"success": False, "log": "Kernel died before replying to kernel_info"}, {"success": True}]
     made = []
 

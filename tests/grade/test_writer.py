@@ -4,7 +4,7 @@ import pytest
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from perfaudit.autograde.statefolder import State
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import writer
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.task import GradingResult

@@ -42,7 +42,7 @@ def remember(tmp_path_factory):
 # One share of the environment check, in a process of its own: exit status 3 with the reason when the environment
 # is broken (GradingEnvironmentError), as envcheck.once would raise it.
 _CHECK_SHARE = """import sys
-from perfaudit.autograde.canary import GradingEnvironmentError
+from perfaudit.autograde.plugins.canary import GradingEnvironmentError
 from perfaudit.grade import envcheck
 try:
     envcheck.check(sys.argv[1], sys.argv[2:], {})
@@ -56,14 +56,14 @@ CHECK_PROCESSES = 2  # the check's notebooks in two processes side by side: ever
 def generate_checked_course(root):
     """generate_course, then the environment check for it as `python -m perfaudit.grade` runs it (the instructor's
     solutions score full marks and the release none, through the grading pipeline) and its record beside the
-    gradebook (perfaudit/autograde/envrecord.py). A copy of the course is graded without checking again, as an
+    gradebook (perfaudit/autograde/plugins/envrecord.py). A copy of the course is graded without checking again, as an
     instructor's next run is: the record's fingerprint names the course's files by their path in the course.
 
     The check is envcheck.once's, its notebooks shared out to CHECK_PROCESSES processes: one notebook after another,
     as once grades them, keeps a core idle while every test process of the run waits for this course."""
     from nbgrader.coursedir import CourseDirectory
 
-    from perfaudit.autograde import envrecord
+    from perfaudit.autograde.plugins import envrecord
     from perfaudit.grade import worker
 
     generate_course(root)
@@ -105,7 +105,7 @@ def _share_record(checked, root, db_url):
     configuration, by their path in the course): what an instructor's earlier check of this environment left."""
     from nbgrader.coursedir import CourseDirectory
 
-    from perfaudit.autograde import envrecord
+    from perfaudit.autograde.plugins import envrecord
     from perfaudit.grade import worker
 
     record = checked / f"gradebook.db{envrecord.RECORD_SUFFIX}"

@@ -2,7 +2,7 @@
 
 import json
 
-from perfaudit.instructor.reference import reference_jaxpr
+from perfaudit.answer_key.reference import reference_jaxpr
 
 
 def consistent_report():

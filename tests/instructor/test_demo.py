@@ -37,7 +37,8 @@ def test_the_class_s_grades_after_demo_then_grade_hold_no_sample_student(tmp_pat
 
 
 def test_without_bubblewrap_the_demo_grades_its_trusted_samples_and_says_so_once(tmp_path, capsys, monkeypatch):
-    from perfaudit.autograde import canary, sandbox
+    from perfaudit.autograde.plugins import canary
+    from perfaudit.autograde.isolation import sandbox
 
     root = make_course(tmp_path)
     monkeypatch.setenv(sandbox.BWRAP, str(tmp_path / "no-bwrap"))

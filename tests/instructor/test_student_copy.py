@@ -15,7 +15,8 @@ import pytest
 from courses import instructor_only_lines
 
 from perfaudit import ASSIGNMENT, checks, paths
-from perfaudit.instructor import answers, student_copy
+from perfaudit.answer_key import answers
+from perfaudit.instructor import student_copy
 from perfaudit.fixtures import samples
 
 # Lines the public side holds by necessity, each saying nothing of an answer: a key of the public report schema

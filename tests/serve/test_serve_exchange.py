@@ -11,7 +11,7 @@ from nbgrader.utils import notebook_hash
 from traitlets.config import Config
 
 from perfaudit import paths
-from perfaudit.autograde import submission
+from perfaudit.autograde.plugins import submission
 from perfaudit.grade import run, task, worker
 from perfaudit.serve import exchange
 

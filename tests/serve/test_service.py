@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import paths
-from perfaudit.autograde import submission
+from perfaudit.autograde.plugins import submission
 from perfaudit.grade import worker
 from perfaudit.serve import exchange, service
 from perfaudit.serve.ledger import Ledger

@@ -1,0 +1,44 @@
+"""Notebook 5's hidden tests (perfaudit/autograde/evidence/audit_evidence.py), run in one process: the findings against
+the answer key, the trace counts on the grader's data, the speed-up on the grader's clock."""
+
+import numpy as np
+import pytest
+from loops import count_traces, fixed_train
+
+from perfaudit import handout
+from perfaudit.autograde import hidden
+from perfaudit.answer_key import answers
+
+EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
+
+
+@pytest.mark.parametrize("variant", handout.VARIANTS)
+def test_the_planted_problems_with_the_loop_s_trace_count_pass(variant):
+    batches, lr0 = handout.data_for(variant, np.random.default_rng(7))
+    traces = answers.original_traces(variant, batches, lr0)
+    findings = dict.fromkeys(answers.PLANTED[variant], EVIDENCE)
+    hidden.check_problems_named(findings, traces, variant, batches, lr0)
+    with pytest.raises(AssertionError, match="traces its step"):
+        hidden.check_problems_named(findings, traces + 1, variant, batches, lr0)
+    one_more = {**findings, **{p: EVIDENCE for p in handout.PROBLEMS if p not in findings}}
+    with pytest.raises(AssertionError, match="it does not hide"):
+        hidden.check_problems_named(one_more, traces, variant, batches, lr0)
+    other = next(p for p in handout.PROBLEMS if p not in findings)
+    swapped = {**dict(list(findings.items())[1:]), other: EVIDENCE}
+    with pytest.raises(AssertionError, match=f"names {len(findings) - 1} of the problems .* and 1 it does not"):
+        hidden.check_problems_named(swapped, traces, variant, batches, lr0)
+
+
+def test_trace_counts_on_the_grader_s_data():
+    hidden.check_original_traces(count_traces, handout.train_of("C"), handout.train_once, "C")
+    hidden.check_fixed_traces(count_traces, fixed_train, handout.train_once)
+    with pytest.raises(AssertionError, match="count_traces"):
+        hidden.check_fixed_traces(lambda *_: 1, fixed_train, handout.train_once)
+
+
+def test_the_grader_s_clock_finds_the_fix_faster_and_the_original_not():
+    original = handout.train_of("B")
+    speedup = 5.0 / 1.0
+    hidden.check_speedup_measured(original, fixed_train, speedup, [5.0] * 3, [1.0] * 3, "B")
+    with pytest.raises(AssertionError, match="timed by the grader"):
+        hidden.check_speedup_measured(original, original, speedup, [5.0] * 3, [1.0] * 3, "B")
