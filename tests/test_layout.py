@@ -135,6 +135,8 @@ NO_BEHAVIOUR = {
                      "perfaudit.hub.jupyterhub_config"],
                     "a configuration file that nbgrader or JupyterHub reads; tests/hub/test_hub.py runs the hub's"),
     "perfaudit.serve.settings": "traitlets with their defaults and help, no code",
+    **dict.fromkeys(["perfaudit.autograde.errors", "perfaudit.grade.errors", "perfaudit.serve.errors"],
+                    "exception classes, no code: the tests of the modules that raise them catch them"),
     "perfaudit.serve.__main__": "a thin entry point: arguments to Service (tests/serve/test_serve.py runs it)",
     **dict.fromkeys([f"perfaudit.fixtures.catalog.cheats.{m}" for m in (
         "answering", "invented", "inventions", "leaks", "left_behind", "limits", "prints", "snippets",

@@ -9,6 +9,7 @@ isolation/  where student code runs: the sandboxed kernel, its limits, its memor
 wire/       the channel between the grader and the kernel: plain data both ways, every limit
 evidence/   the grader's instruments for hidden tests: its jit and clock, made-up evidence, measured checks
 hidden.py   what hidden tests use that a student's copy never holds (`from perfaudit.autograde import hidden`)
+errors.py   every exception the wing raises, in one place
 
 Below this wing: perfaudit/bookkeeping/ (the course directory, the state folder, the versions) and
 perfaudit/answer_key/; above it: perfaudit/grade/ and perfaudit/serve/, which drive it.

@@ -1,10 +1,20 @@
-"""The course directory the batch and the service work in: whether it is one, and plain nbgrader run in it."""
+"""The course directory every grading command works in: its configuration (nbgrader_config.py, loaded here and
+nowhere else), whether it is one, who may write in it, plain nbgrader run in it, and its graded folders removed."""
 
+import logging
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+if TYPE_CHECKING:
+    from nbgrader.coursedir import CourseDirectory
 
 
 def keep_from_other_accounts() -> None:
@@ -50,3 +60,47 @@ def nbgrader(*args: str, course_dir: str | os.PathLike[str]) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout + done.stderr
+
+
+def course_config(course_dir: str | os.PathLike[str], settings: dict[str, Any] | None = None) -> Config:
+    """The course's nbgrader_config.py, with this run's settings on top ({"Section.trait": value})."""
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
+    config.CourseDirectory.root = str(course_dir)
+    for key, value in (settings or {}).items():
+        section, trait = key.split(".")
+        config[section][trait] = value
+    return config
+
+
+def course_directory(course_dir: str | os.PathLike[str], settings: dict[str, Any] | None = None,
+                     db_url: str | None = None) -> "CourseDirectory":
+    """nbgrader's CourseDirectory of the course (its folders, course id, gradebook URL), as course_config reads it;
+    db_url, when given, in place of the configured gradebook."""
+    from nbgrader.coursedir import CourseDirectory  # seconds to import: only the commands that grade pay them
+
+    config = course_config(course_dir, settings)
+    if db_url:
+        config.CourseDirectory.db_url = db_url
+    return CourseDirectory(config=config)
+
+
+def venv_first_on_path() -> None:
+    """nbgrader calls the `alembic` command: the one beside this Python must come first on PATH."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    logging.getLogger("traitlets").setLevel(logging.WARNING)
+
+
+def make_writable(folder: str | os.PathLike[str]) -> None:
+    """Give back the write permission nbgrader took from autograded files; a link is never chmod'ed through."""
+    for path in [Path(folder), *Path(folder).rglob("*")]:
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove a graded folder, which nbgrader leaves read-only."""
+    if Path(path).exists():
+        make_writable(path)
+        shutil.rmtree(path)

@@ -10,6 +10,7 @@ refused.py   a notebook refused at intake is never a score: "not graded" until t
 diagnose.py  a specific reason for each problem in a submission
 worker.py    nbgrader autograde / generate_feedback in worker processes (plug-ins: perfaudit/autograde/)
 gradebook.py scratch gradebooks for workers; the parent, the one writer, merges into the course's
+errors.py    every exception the batch raises, in one place
 grades_csv.py  grades.csv, nbgrader's export plug-in (c.ExportApp.plugin_class): `nbgrader export` writes the same
 summary.py   the terminal summary
 names.py     which file and folder names from a download or submitted/ are taken

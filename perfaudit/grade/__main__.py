@@ -18,8 +18,8 @@ from pathlib import Path
 try:
     from perfaudit.bookkeeping import coursedir
     from perfaudit.grade import classreport, export, feedback, records
-    from perfaudit.grade.engine import SchedulerUnreachable
-    from perfaudit.grade.run import NothingToGrade, Options, run
+    from perfaudit.grade.errors import NothingToGrade, SchedulerUnreachable
+    from perfaudit.grade.run import Options, run
     from perfaudit.autograde.plugins.canary import GradingEnvironmentError, disk_full
     from perfaudit.autograde.isolation.sandbox import SandboxUnavailable
 except ImportError as missing:  # the grader's own Python lacks a package: say so, never a traceback

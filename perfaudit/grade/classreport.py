@@ -32,8 +32,8 @@ from perfaudit.bookkeeping import statefolder
 from perfaudit.grade import classdata, intake, items, records, refused, regrade
 from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line
-from perfaudit.grade.export import course_directory
-from perfaudit.grade.worker import venv_first_on_path
+from perfaudit.bookkeeping.coursedir import course_directory
+from perfaudit.bookkeeping.coursedir import venv_first_on_path
 
 REPORTS_DIR = "reports"  # in the course directory
 PAGE = "class-report.html"
@@ -306,7 +306,7 @@ def after_run(course_dir: str | Path, url: str, course_id: str, autograded: str 
 def build_for(course_dir: str | Path, db_url: str | None = None) -> tuple[Path, float]:
     """--report: the page for a course directory, from its gradebook (nbgrader_config.py's, or db_url)."""
     venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
-    coursedir = course_directory(Path(course_dir).resolve(), db_url)
+    coursedir = course_directory(Path(course_dir).resolve(), db_url=db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     needs_you = refused.needs_you(submitted, intake.lms_record(submitted), ASSIGNMENT)

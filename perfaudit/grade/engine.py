@@ -31,6 +31,7 @@ import dask
 from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
 
 from perfaudit.grade.worker import output_to_log
+from perfaudit.grade.errors import SchedulerUnreachable
 
 if TYPE_CHECKING:
     from distributed import Worker
@@ -50,10 +51,6 @@ CONNECT_TIMEOUT_S = 5
 
 __all__ = ["KilledWorker", "SchedulerUnreachable", "cluster", "cluster_settings", "describe", "probe",
            "scheduler_address"]
-
-
-class SchedulerUnreachable(RuntimeError):
-    """--scheduler names a cluster that cannot be reached: nothing was graded."""
 
 
 def cluster_settings() -> dict[str, object]:

@@ -21,13 +21,13 @@ from nbgrader.coursedir import CourseDirectory
 from perfaudit.autograde.plugins import canary
 from perfaudit.autograde.plugins.envrecord import fingerprint, passed_earlier, save
 from perfaudit.autograde.plugins.execute import TrustedExecute
-from perfaudit.grade import worker
+from perfaudit.bookkeeping.coursedir import course_config
 
 
 def check(course_dir: str | Path, notebooks: Iterable[str], settings: dict[str, Any]) -> float:
     """Run the canary on every notebook in this process; GradingEnvironmentError when one fails. Seconds taken."""
     started = time.monotonic()
-    config = worker.course_config(course_dir, settings)
+    config = course_config(course_dir, settings)
     for name in sorted(notebooks):
         canary.check_notebook(name, config, TrustedExecute)
     return time.monotonic() - started

@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from nbgrader.api import Gradebook
-from nbgrader.coursedir import CourseDirectory
-from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import gradebook as grades_kept, intake, refused
 from perfaudit.grade.escape import one_line
+from perfaudit.bookkeeping.coursedir import course_directory
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"
@@ -46,14 +45,6 @@ class Export:
     grades: Path
     feedback: Path | None
     lines: list[str] = field(default_factory=list)  # what the instructor should read
-
-
-def course_directory(course_dir: str | Path, db_url: str | None = None) -> CourseDirectory:
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-    config.CourseDirectory.root = str(course_dir)
-    if db_url:
-        config.CourseDirectory.db_url = db_url
-    return CourseDirectory(config=config)
 
 
 def final_grades(db_url: str, course_id: str) -> dict[str, tuple[float, float]]:
@@ -208,7 +199,7 @@ def feedback_bundle(lms: str, feedback_dir: str | Path, record: dict[str, dict[s
 def export(lms: str, course_dir: str | Path, roster: str | Path, column: str | None = None, db_url: str | None = None,
            out_dir: str | Path | None = None) -> Export:
     """Write exports/<lms>-grades.csv and exports/<lms>-feedback.zip; return the Export."""
-    coursedir = course_directory(Path(course_dir).resolve(), db_url)
+    coursedir = course_directory(Path(course_dir).resolve(), db_url=db_url)
     grades = final_grades(coursedir.db_url, coursedir.course_id)
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     record = intake.lms_record(submitted)

@@ -15,13 +15,14 @@ from pathlib import Path
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import export, gradebook, intake, task, worker
 from perfaudit.grade.escape import one_line
+from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 
 
 def refresh(course_dir: str | Path, db_url: str | None = None) -> tuple[list[str], list[str], list[str]]:
     """Rewrite every graded student's feedback and each LMS export made; return (changed, failed, lines to print)."""
-    worker.venv_first_on_path()
+    venv_first_on_path()
     course_dir = Path(course_dir).resolve()
-    coursedir = export.course_directory(course_dir, db_url)
+    coursedir = course_directory(course_dir, db_url=db_url)
     with gradebook.opened(coursedir.db_url, coursedir.course_id) as course_gb:
         students = sorted(s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions)
     settings = {"CourseDirectory.db_url": db_url} if db_url else {}

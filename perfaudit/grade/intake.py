@@ -47,6 +47,7 @@ from typing import Any
 from perfaudit.autograde.plugins.submission import MAX_FILE_BYTES
 from perfaudit.grade import names
 from perfaudit.grade.escape import one_line
+from perfaudit.grade.errors import NotPlaced
 
 CANVAS = re.compile(r"^(?P<name>[a-z0-9]+)_(?P<late>LATE_)?(?P<id>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 # Moodle's prefix; with nothing after it, the name of a participant's folder.
@@ -58,10 +59,6 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's Exchange.timestamp_fo
 RECORD = ".lms-intake.json"  # under submitted/: a file, so nbgrader's student globs and the batch skip it
 UTF8_NAME_FLAG = 0x800  # a zip entry's general-purpose flag: its name is UTF-8
 HISTORY = ".history"  # under submitted/<student>/: earlier submissions; a dot folder nbgrader's globs skip
-
-
-class NotPlaced(ValueError):
-    """An entry of the download that goes to no student; the message says why, for the instructor."""
 
 
 @dataclass

@@ -31,9 +31,9 @@ from traitlets.config import Config
 from perfaudit import ASSIGNMENT
 from perfaudit.bookkeeping import statefolder
 from perfaudit.bookkeeping import versions
-from perfaudit.grade.export import EXPORT_DIR, course_directory
+from perfaudit.grade.export import EXPORT_DIR
 from perfaudit.grade.gradebook import opened
-from perfaudit.grade.worker import venv_first_on_path
+from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
@@ -133,7 +133,8 @@ class Recorder:
             })
         return found
 
-    def write(self, result: Any) -> None:
+    def append(self, result: Any) -> None:
+        """The result's records, one line each, appended to records.jsonl."""
         lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in self.records(result))
         if lines:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +189,7 @@ def recorder(autograded: str | Path, spec: dict[str, Any], course_gb: "Gradebook
 def export_course(course_dir: str | Path, db_url: str | None = None, out_dir: str | Path | None = None) -> list[str]:
     """exports/records.jsonl for a course directory: the record behind each notebook graded now; lines to print."""
     venv_first_on_path()  # nbgrader's Gradebook calls the `alembic` command: the venv's, unactivated or not
-    coursedir = course_directory(Path(course_dir).resolve(), db_url)
+    coursedir = course_directory(Path(course_dir).resolve(), db_url=db_url)
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     with opened(coursedir.db_url, coursedir.course_id) as course_gb:
         try:

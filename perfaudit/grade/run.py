@@ -31,12 +31,13 @@ from perfaudit.autograde.isolation import sandbox
 from perfaudit.bookkeeping import statefolder, versions
 from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, records,
-                             regrade, summary, task, worker)
-from perfaudit.bookkeeping.coursedir import nbgrader
+                             regrade, summary, task)
+from perfaudit.bookkeeping.coursedir import course_config, nbgrader, remove_tree, venv_first_on_path
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.definition import out_of_step
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
+from perfaudit.grade.errors import NothingToGrade
 
 
 @dataclass
@@ -127,7 +128,7 @@ def fingerprint(folder: str | Path, ignore: Sequence[str] = ()) -> str:
 
 
 def _coursedir(options):
-    config = worker.course_config(options.course_dir)
+    config = course_config(options.course_dir)
     if options.db_url:
         config.CourseDirectory.db_url = options.db_url
     return CourseDirectory(config=config)
@@ -135,10 +136,6 @@ def _coursedir(options):
 
 NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and each LMS export "
         "again); grades back to the LMS: python -m perfaudit.grade --export canvas|moodle --roster <the LMS's file>")
-
-
-class NothingToGrade(RuntimeError):
-    """Nothing could be graded (no submission, no such download): one line says what to do."""
 
 
 def _expected_ids(course_gb):
@@ -200,7 +197,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
         sandbox.require()  # the local cluster's workers run here
     # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
     warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
-    worker.venv_first_on_path()  # run from a venv that is not activated, nbgrader still finds its alembic
+    venv_first_on_path()  # run from a venv that is not activated, nbgrader still finds its alembic
     course_dir = Path(options.course_dir).resolve()
     coursedir = _coursedir(options)
     url, course_id = coursedir.db_url, coursedir.course_id
@@ -231,7 +228,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
                              f"{ASSIGNMENT}), then run again. Nothing was graded.")
 
     state = statefolder.State(autograded)
-    limits = SandboxLimits(config=worker.course_config(course_dir, settings))
+    limits = SandboxLimits(config=course_config(course_dir, settings))
     batch = Batch(sandbox=sandbox.status(limits))
     if not options.scheduler:  # a cluster's workers say it themselves, once connected
         summary.say(batch, f"Student code: {batch.sandbox}", out)
@@ -337,8 +334,8 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
         results = ResultWriter(course_gb, coursedir, ASSIGNMENT, state)
         jobs = {}  # {student: notebooks to grade}
         for student, (found, print_) in todo.items():
-            worker.remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
-            worker.remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
+            remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
+            remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
             if found.gradable:
                 jobs[student] = found.gradable
             else:
@@ -359,7 +356,7 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
             if options.scheduler:
                 _check_workers_sandbox(client, limits, batch, out)
             results.recorder = records.recorder(autograded, spec, course_gb, coursedir.source_directory, limits,
-                                                batch.sandbox, worker.course_config(course_dir, settings))
+                                                batch.sandbox, course_config(course_dir, settings))
             writer = _Writer(results, todo, batch, progress)
             broken = _run_tasks(client, spec, jobs, settings, options, writer)
     if broken:

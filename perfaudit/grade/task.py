@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from nbgrader.api import MissingEntry
-from nbgrader.coursedir import CourseDirectory
 
 from perfaudit.autograde.plugins import canary, submission
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.autograde.plugins.execute import TrustedExecute
 from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.grade import gradebook, records, worker
+from perfaudit.bookkeeping.coursedir import course_config, course_directory, remove_tree, venv_first_on_path
 
 CONFIG_FILE = "nbgrader_config.py"
 _lock = threading.Lock()  # one student at a time per process, whatever the worker's thread count
@@ -41,7 +41,7 @@ def definition(course_dir: str | Path, assignment: str, notebooks: Iterable[str]
                template_path: str | Path) -> dict[str, Any]:
     """The assignment as plain data: what a worker needs to grade its notebooks, and a digest that names it."""
     course_dir = Path(course_dir)
-    coursedir = CourseDirectory(config=worker.course_config(course_dir))
+    coursedir = course_directory(course_dir)
     files = {CONFIG_FILE: (course_dir / CONFIG_FILE).read_bytes()}
     for directory in (coursedir.source_directory, coursedir.release_directory):
         files.update(read_tree(course_dir / directory / assignment, prefix=f"{directory}/{assignment}"))
@@ -159,7 +159,7 @@ def _canary_failure(root, spec, settings):
     """None when this process's canary passed for every notebook (run at most once per process), else why not."""
     if not settings.get("TrustedExecute.canary", True) or os.environ.get(canary.SKIP) == "1":
         return None
-    config = worker.course_config(root, {**settings, "CourseDirectory.assignment_id": spec["assignment"]})
+    config = course_config(root, {**settings, "CourseDirectory.assignment_id": spec["assignment"]})
     try:
         for notebook in spec["notebooks"]:
             canary.check_once_per_process(notebook, config, TrustedExecute)
@@ -170,7 +170,7 @@ def _canary_failure(root, spec, settings):
 
 def _clear(root, student):
     for folder in ("submitted", "autograded", "feedback"):
-        worker.remove_tree(root / folder / student)
+        remove_tree(root / folder / student)
 
 
 def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks: list[str], settings: dict[str, Any],
@@ -181,7 +181,7 @@ def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks
     to grade; settings: {"Section.trait": value} on top of the course's nbgrader_config.py.
     """
     with _lock:
-        worker.venv_first_on_path()
+        venv_first_on_path()
         started, assignment = time.monotonic(), spec["assignment"]
         root = _course(spec)
         result = GradingResult(student=student, host=os.uname().nodename, pid=os.getpid(), machine=records.machine(),
@@ -199,7 +199,7 @@ def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks
             result.notebook_seconds = graded["notebook_seconds"]
             if not result.environment:
                 url = gradebook.sqlite_url(graded["scratch"])
-                course_id = CourseDirectory(config=worker.course_config(root)).course_id
+                course_id = course_directory(root).course_id
                 try:
                     result.results = gradebook.read_submission(url, course_id, assignment, student)
                 except MissingEntry:  # nbgrader graded none of its notebooks: the failures say why

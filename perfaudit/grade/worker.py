@@ -4,10 +4,7 @@ Everything nbgrader_config.py sets (preprocessor lists, Execute's settings, a ke
 exactly as it does to plain `nbgrader autograde`, the sandbox's limits (SandboxLimits) included.
 """
 
-import logging
 import os
-import shutil
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,19 +13,10 @@ from typing import Any
 from nbgrader.converters import Autograde, GenerateFeedback
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import capture_log
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit.autograde.plugins import canary
+from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.grade import gradebook
-
-
-def venv_first_on_path() -> None:
-    """nbgrader calls the `alembic` command: the one beside this Python must come first on PATH."""
-    bin_dir = str(Path(sys.executable).parent)
-    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
-        os.environ["PATH"] = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
-    logging.getLogger("traitlets").setLevel(logging.WARNING)
 
 
 def output_to_log(log_path: str | Path) -> None:
@@ -37,26 +25,6 @@ def output_to_log(log_path: str | Path) -> None:
     os.dup2(log, 1)
     os.dup2(log, 2)
     os.close(log)
-
-
-def remove_tree(path: str | Path) -> None:
-    """Remove a graded folder; nbgrader leaves autograded files read-only. A link is removed, never chmod'ed through."""
-    path = Path(path)
-    if path.exists():
-        for sub in [path, *path.rglob("*")]:
-            if not sub.is_symlink():
-                os.chmod(sub, 0o755 if sub.is_dir() else 0o644)
-        shutil.rmtree(path)
-
-
-def course_config(course_dir: str | Path, settings: dict[str, Any] | None = None) -> Config:
-    """The course's nbgrader_config.py, with this run's settings on top ({"Section.trait": value})."""
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(course_dir)).load_config()
-    config.CourseDirectory.root = str(course_dir)
-    for key, value in (settings or {}).items():
-        section, trait = key.split(".")
-        config[section][trait] = value
-    return config
 
 
 def _failure(result):

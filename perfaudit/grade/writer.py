@@ -16,9 +16,10 @@ from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit.bookkeeping.statefolder import State
-from perfaudit.grade import feedback as feedback_pages, gradebook, task, worker
+from perfaudit.grade import feedback as feedback_pages, gradebook, task
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.records import Recorder
+from perfaudit.bookkeeping.coursedir import remove_tree
 
 
 class ResultWriter:
@@ -42,15 +43,15 @@ class ResultWriter:
         """
         autograded = self.folder(self.coursedir.autograded_directory, student)
         feedback = self.folder(self.coursedir.feedback_directory, student)
-        worker.remove_tree(autograded)  # no notebook or page of an earlier grading survives this one
-        worker.remove_tree(feedback)
+        remove_tree(autograded)  # no notebook or page of an earlier grading survives this one
+        remove_tree(feedback)
         reasons = {nb: list(why) for nb, why in diagnosis.reasons.items()}
         for nb, why in {**(result.failures if result else {}), **(failures or {})}.items():
             reasons.setdefault(nb, []).append(why)
         if result is not None and result.results is not None:
             gradebook.apply_submission(self.course_gb, self.assignment, student, result.results)
             if self.recorder is not None:
-                self.recorder.write(result)
+                self.recorder.append(result)
             task.write_tree(result.autograded, autograded)
             task.write_tree(result.feedback, feedback)
             # the submission's timestamp beside the feedback, as nbgrader's release_feedback needs it

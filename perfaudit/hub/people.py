@@ -12,9 +12,9 @@ import pwd
 import sys
 from pathlib import Path
 
-from nbgrader.coursedir import CourseDirectory
 
-from perfaudit.grade import gradebook, worker
+from perfaudit.grade import gradebook
+from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 
 
 def name_of(login):
@@ -30,8 +30,8 @@ def name_of(login):
 def record(course_dir, people):
     """Each {login: (first, last)} into the course's gradebook, a name already there kept. Returns the logins
     whose names were written."""
-    coursedir = CourseDirectory(config=worker.course_config(course_dir))
-    worker.venv_first_on_path()  # nbgrader's Gradebook runs `alembic` for a new gradebook
+    coursedir = course_directory(course_dir)
+    venv_first_on_path()  # nbgrader's Gradebook runs `alembic` for a new gradebook
     written = []
     with gradebook.opened(coursedir.db_url, coursedir.course_id) as course_gb:
         for login, (first, last) in sorted(people.items()):

@@ -45,10 +45,9 @@ class HubSettings:
     @property
     def course_id(self):
         # nbgrader and the grader (seconds) only when asked: jupyterhub_config.py imports these settings
-        from perfaudit.grade.worker import course_config
-        from nbgrader.coursedir import CourseDirectory
+        from perfaudit.bookkeeping.coursedir import course_directory
 
-        return CourseDirectory(config=course_config(self.course)).course_id
+        return course_directory(self.course).course_id
 
     @property
     def owner(self):

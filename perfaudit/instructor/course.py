@@ -7,7 +7,7 @@ from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
 from perfaudit.grade import gradebook
-from perfaudit.bookkeeping.coursedir import nbgrader, not_a_course
+from perfaudit.bookkeeping.coursedir import make_writable, nbgrader, not_a_course
 
 __all__ = ["make_writable", "nbgrader", "not_a_course", "scores", "totals"]
 
@@ -27,10 +27,3 @@ def totals(course_dir):
     """{student: points over every notebook, less the late penalty} for the assignment, from the course's sqlite
     gradebook."""
     return _read_gradebook(course_dir, gradebook.totals)
-
-
-def make_writable(folder):
-    """Give back write permission nbgrader took from autograded files, so the folder can be removed."""
-    for path in [Path(folder), *Path(folder).rglob("*")]:
-        if not path.is_symlink():
-            path.chmod(0o755 if path.is_dir() else 0o644)

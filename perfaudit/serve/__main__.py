@@ -20,7 +20,7 @@ from perfaudit.autograde.isolation.sandbox import SandboxUnavailable
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.serve import readiness
 from perfaudit.serve.ledger import status_lines
-from perfaudit.serve.readiness import CannotStart
+from perfaudit.serve.errors import CannotStart
 from perfaudit.serve.service import Service
 
 

@@ -22,7 +22,8 @@ from nbgrader.utils import notebook_hash, parse_utc
 from traitlets.config import Config
 
 from perfaudit.autograde.plugins import submission
-from perfaudit.grade import task, worker
+from perfaudit.grade import task
+from perfaudit.bookkeeping.coursedir import remove_tree
 
 SECRET = "submission_secret.txt"
 
@@ -83,7 +84,7 @@ def unsafe(path: str | Path, ignore: Sequence[str] = ()) -> str | None:
 def collect(path: str | Path, submitted_folder: str | Path, ignore: Sequence[str] = ()) -> None:
     """Replace submitted/<student>/<assignment>/ with this submission's regular files, byte for byte; names
     matching ignore, and all under them, are not copied (nbgrader's collect leaves them out too)."""
-    worker.remove_tree(submitted_folder)
+    remove_tree(submitted_folder)
     Path(submitted_folder).mkdir(parents=True)
     task.write_tree(task.read_tree(path, ignore=ignore), submitted_folder)
 

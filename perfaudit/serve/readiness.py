@@ -14,14 +14,10 @@ import subprocess
 from pathlib import Path
 
 from perfaudit.autograde.isolation import sandbox
-from perfaudit.grade import worker
+from perfaudit.bookkeeping.coursedir import venv_first_on_path
 
 COMMANDS = ("alembic", "nbgrader")  # what nbgrader and the instructors' steps run from PATH
 COMMAND_TIMEOUT_S = 120  # nbgrader --version imports nbgrader: seconds on a busy machine
-
-
-class CannotStart(RuntimeError):
-    """The service cannot grade here: one line saying what is wrong."""
 
 
 def command_problem(name: str) -> str | None:
@@ -50,7 +46,7 @@ def folder_problem(path: Path, access: int, what: str) -> str | None:
 
 def problems(course_dir: str | Path, writes: list[Path], inbound: Path, sandboxed: bool = True) -> list[str]:
     """What this account cannot do of the service's work: [] when it can grade."""
-    worker.venv_first_on_path()  # the PATH the service grades with
+    venv_first_on_path()  # the PATH the service grades with
     found = [command_problem(name) for name in COMMANDS]
     found += [folder_problem(Path(course_dir), os.R_OK | os.W_OK | os.X_OK, "write the gradebook in")]
     found += [folder_problem(path, os.R_OK | os.W_OK | os.X_OK, "write in") for path in writes]

@@ -34,12 +34,13 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.bookkeeping import statefolder
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.grade import diagnose, engine, gradebook, records, run, task, worker
-from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
+from perfaudit.grade import diagnose, engine, gradebook, records, run, task
+from perfaudit.bookkeeping.coursedir import course_config, keep_from_other_accounts, venv_first_on_path
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.run import Output
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes, readiness
+from perfaudit.serve.errors import CannotStart
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
@@ -53,7 +54,7 @@ class Service:
                  out: Output = sys.stdout) -> None:
         keep_from_other_accounts()  # first: the state folder below is made in autograded/
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
-        config = worker.course_config(self.course_dir)
+        config = course_config(self.course_dir)
         self.limits = GradingService(config=config)
         self.coursedir = CourseDirectory(config=config)
         self.url, self.course_id = self.coursedir.db_url, self.coursedir.course_id
@@ -297,7 +298,7 @@ class Service:
 
     def make_recorder(self, client: Client, spec: dict[str, Any]) -> records.Recorder:
         """The record behind each grade, as the batch command makes it: the same limits, sandbox, tests, versions."""
-        config = worker.course_config(self.course_dir, self.settings)
+        config = course_config(self.course_dir, self.settings)
         limits = SandboxLimits(config=config)
         if self.scheduler:  # the workers' sandboxes, as the batch command reads them
             values = {name: getattr(limits, name) for name in limits.trait_names(config=True)}
@@ -315,10 +316,10 @@ class Service:
             signal.signal(sig, lambda *_: setattr(self, "stopping", True))
         if not self.scheduler:
             sandbox.require()
-        worker.venv_first_on_path()
+        venv_first_on_path()
         found = self.preflight()
         if found:
-            raise readiness.CannotStart(readiness.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
+            raise CannotStart(readiness.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
         # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
         warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
         interrupted = self.ledger.in_state("grading")

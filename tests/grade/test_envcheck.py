@@ -3,15 +3,14 @@
 import shutil
 
 from courses import make_course
-from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.plugins import envrecord
-from perfaudit.grade import worker
+from perfaudit.bookkeeping.coursedir import course_directory
 
 
 def _fingerprint(root, settings=None):
-    return envrecord.fingerprint(root, CourseDirectory(config=worker.course_config(root)), ASSIGNMENT, settings or {})
+    return envrecord.fingerprint(root, course_directory(root), ASSIGNMENT, settings or {})
 
 
 def _record(root):

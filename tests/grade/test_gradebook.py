@@ -6,7 +6,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from perfaudit.grade import gradebook
-from perfaudit.grade.worker import venv_first_on_path
+from perfaudit.bookkeeping.coursedir import venv_first_on_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 

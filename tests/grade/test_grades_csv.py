@@ -11,7 +11,7 @@ from perfaudit import ASSIGNMENT, paths
 from perfaudit.grade import gradebook, grades_csv, refused
 from perfaudit.bookkeeping.coursedir import nbgrader
 from perfaudit.grade.intake import RECORD
-from perfaudit.grade.worker import venv_first_on_path
+from perfaudit.bookkeeping.coursedir import venv_first_on_path
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 

@@ -41,9 +41,9 @@ def test_a_record_says_what_graded_each_graded_notebook(tmp_path):
 def test_records_are_appended_and_the_newest_of_each_grade_is_exported(tmp_path):
     path = tmp_path / "state" / "records.jsonl"
     recorder = _recorder(path)
-    recorder.write(_result("ann", 1.0))
-    recorder.write(_result("bob", 2.0))
-    recorder.write(_result("ann", 3.0))
+    recorder.append(_result("ann", 1.0))
+    recorder.append(_result("bob", 2.0))
+    recorder.append(_result("ann", 3.0))
     assert [(r["student"], r["seconds"]) for r in records.read(path)] == [("ann", 1.0), ("bob", 2.0), ("ann", 3.0)]
     assert records.latest(records.read(path))["ann", "01"]["seconds"] == 3.0
     out = tmp_path / "exports" / "records.jsonl"

@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from perfaudit.grade import worker
+from perfaudit.bookkeeping.coursedir import course_config, remove_tree, venv_first_on_path
 
 
 def test_the_venv_s_commands_come_first_on_path(monkeypatch):
     bin_dir = str(Path(sys.executable).parent)
     monkeypatch.setenv("PATH", "/usr/bin")
-    worker.venv_first_on_path()
+    venv_first_on_path()
     assert os.environ["PATH"] == f"{bin_dir}{os.pathsep}/usr/bin"
-    worker.venv_first_on_path()
+    venv_first_on_path()
     assert os.environ["PATH"] == f"{bin_dir}{os.pathsep}/usr/bin"  # once
 
 
@@ -38,15 +39,15 @@ def test_a_read_only_graded_folder_is_removed_and_a_link_in_it_is_not_followed(t
     (folder / "01.ipynb").chmod(0o444)
     (folder / "link").symlink_to(tmp_path / "outside")
     folder.chmod(0o555)
-    worker.remove_tree(folder)
-    worker.remove_tree(folder)  # gone already: nothing to do
+    remove_tree(folder)
+    remove_tree(folder)  # gone already: nothing to do
     assert not folder.exists() and oct((tmp_path / "outside").stat().st_mode & 0o777) == "0o400"
 
 
 def test_the_course_s_config_with_the_run_s_settings_on_top(tmp_path):
     (tmp_path / "nbgrader_config.py").write_text("c = get_config()\nc.Execute.timeout = 30\n"
                                                  "c.CourseDirectory.course_id = 'course'\n")
-    config = worker.course_config(tmp_path, {"Execute.timeout": 5, "CourseDirectory.student_id": "ann"})
+    config = course_config(tmp_path, {"Execute.timeout": 5, "CourseDirectory.student_id": "ann"})
     assert (config.Execute.timeout, config.CourseDirectory.student_id) == (5, "ann")
     assert (config.CourseDirectory.course_id, config.CourseDirectory.root) == ("course", str(tmp_path))
 
@@ -101,7 +102,7 @@ def test_a_failed_conversion_is_not_converted_again_here(monkeypatch, tmp_path):
             made.append(self)
 
     monkeypatch.setattr(worker, "capture_log", lambda converter: results.pop(0))
-    config = worker.course_config(_course(tmp_path))
+    config = course_config(_course(tmp_path))
     assert worker._convert(Converter, config)["success"] is False
     assert len(made) == 1 and made[0].force is True
 

@@ -13,6 +13,7 @@ import nbformat
 from once_per_run import once_per_run
 
 from perfaudit import ASSIGNMENT, paths
+from perfaudit.bookkeeping.coursedir import course_directory
 from perfaudit.instructor import course
 from perfaudit.fixtures.catalog.case import FULL as _FULL_BY_STAGE
 
@@ -61,13 +62,10 @@ def generate_checked_course(root):
 
     The check is envcheck.once's, its notebooks shared out to CHECK_PROCESSES processes: one notebook after another,
     as once grades them, keeps a core idle while every test process of the run waits for this course."""
-    from nbgrader.coursedir import CourseDirectory
-
     from perfaudit.autograde.plugins import envrecord
-    from perfaudit.grade import worker
 
     generate_course(root)
-    coursedir = CourseDirectory(config=worker.course_config(root))
+    coursedir = course_directory(root)
     record = envrecord.record_path(coursedir.db_url, root / "autograded")
     names = sorted(filename.removesuffix(".ipynb") for filename in paths.STAGES.values())
     fingerprint = envrecord.fingerprint(root, coursedir, ASSIGNMENT, {})
@@ -103,13 +101,10 @@ def _share_record(checked, root, db_url):
     """The record of the check that passed for the course made once per run, in root's place for a gradebook at
     db_url (the batch command's state folder), when root's fingerprint is the same (the same source/, release and
     configuration, by their path in the course): what an instructor's earlier check of this environment left."""
-    from nbgrader.coursedir import CourseDirectory
-
     from perfaudit.autograde.plugins import envrecord
-    from perfaudit.grade import worker
 
     record = checked / f"gradebook.db{envrecord.RECORD_SUFFIX}"
-    fingerprint = envrecord.fingerprint(root, CourseDirectory(config=worker.course_config(root)), ASSIGNMENT, {})
+    fingerprint = envrecord.fingerprint(root, course_directory(root), ASSIGNMENT, {})
     if envrecord.passed_earlier(record, fingerprint):
         target = envrecord.record_path(db_url, root / "autograded")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,9 @@ from traitlets.config import Config
 
 from perfaudit import paths
 from perfaudit.autograde.plugins import submission
-from perfaudit.grade import run, task, worker
+from perfaudit.grade import run, task
 from perfaudit.serve import exchange
+from perfaudit.bookkeeping.coursedir import course_config
 
 A = "performance-audit"
 
@@ -94,7 +95,7 @@ def test_a_page_is_released_where_fetch_feedback_looks_for_it(tmp_path):
     assert os.listdir(target.parent) == [target.name]  # no temporary file left
 
 
-IGNORED = submission.course_ignore(worker.course_config(paths.ROOT))  # the course's: .git, runs, __pycache__, ...
+IGNORED = submission.course_ignore(course_config(paths.ROOT))  # the course's: .git, runs, __pycache__, ...
 
 
 def test_what_the_course_ignores_is_neither_counted_nor_refused_nor_collected(tmp_path, monkeypatch):

@@ -8,11 +8,11 @@ from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import paths
 from perfaudit.autograde.plugins import submission
-from perfaudit.grade import worker
 from perfaudit.serve import exchange, service
 from perfaudit.serve.ledger import Ledger
 from perfaudit.serve.service import Service
 from perfaudit.serve.settings import GradingService
+from perfaudit.bookkeeping.coursedir import course_config
 
 HOUR = 3600.0
 DUE = 1000 * HOUR
@@ -76,7 +76,7 @@ def test_each_log_line_starts_with_the_time():
 def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ignores(tmp_path):
     """A folder kept in git (more entries than a submission may hold) and a link under runs/: graded, and neither
     reaches submitted/, as under plain nbgrader and the batch."""
-    config = worker.course_config(paths.ROOT)
+    config = course_config(paths.ROOT)
     config.CourseDirectory.root = str(tmp_path / "course")
     stand_in = SimpleNamespace(exchange=tmp_path / "exchange", ledger=Ledger(tmp_path / "ledger.json"),
                                limits=GradingService(check_owner=False), out=io.StringIO(),

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 import perfaudit
 from perfaudit import paths
 from perfaudit.autograde.isolation import memory
+from perfaudit.autograde.errors import SandboxUnavailable
 
 if TYPE_CHECKING:
     from perfaudit.autograde.isolation.limits import SandboxLimits
@@ -44,10 +45,6 @@ UNSANDBOXED = "PERFAUDIT_UNSANDBOXED"  # "1": grade without a sandbox, knowingly
 BWRAP = "PERFAUDIT_BWRAP"  # the bwrap program to use (default: bwrap on PATH)
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SANDBOX_UID_BASE = 2_000_000_000  # + the grading process's pid: a uid no account uses, distinct per grader
-
-
-class SandboxUnavailable(RuntimeError):
-    pass
 
 
 def _unavailable_message(why):

@@ -28,6 +28,7 @@ from traitlets.config import Config
 
 from perfaudit import paths
 from perfaudit.autograde.plugins import envrecord
+from perfaudit.autograde.errors import GradingEnvironmentError, SolutionFailsItsTest
 
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
 
@@ -38,16 +39,6 @@ DISK_FULL = ("No space left on device", "Disk quota exceeded", "database or disk
 def disk_full(text: object) -> bool:
     """Whether an error's text says that the disk the grader writes to is full: the environment, never the student."""
     return any(sign in str(text) for sign in DISK_FULL)
-
-
-class GradingEnvironmentError(RuntimeError):
-    """The grading environment is broken: nothing was graded, and the message says what to fix."""
-
-
-class SolutionFailsItsTest(GradingEnvironmentError):
-    """The instructor's solution fails one of its own tests, the error raised in that test's cell and every cell
-    before it run clean: the test is at fault, not the environment, and skipping the check would grade the class
-    with it. Nothing was graded."""
 
 
 def failing_test(nb: NotebookNode) -> tuple[str, str] | None:

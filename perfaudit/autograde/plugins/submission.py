@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from traitlets.config import Config
+from perfaudit.autograde.errors import UnsafeSubmission
 
 MAX_FILE_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 256 * 2**20
 MAX_ENTRIES = 1000
-
-
-class UnsafeSubmission(ValueError):
-    """The submitted folder holds something the grader does not read; the message lists each entry and why."""
 
 
 def _kind(mode):

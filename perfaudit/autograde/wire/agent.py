@@ -74,7 +74,7 @@ def _decode(value, dirs):
             return array
         if tag == protocol.DIRARG:
             folder = pathlib.Path(tempfile.mkdtemp(prefix="evidence-", dir=os.getcwd()))
-            protocol.Snapshot({"kind": "dir", "files": value["files"]}).write(folder)
+            protocol.Snapshot({"kind": "dir", "files": value["files"]}).unpack_into(folder)
             dirs.append(folder)
             return folder
         if tag == protocol.SLOW:

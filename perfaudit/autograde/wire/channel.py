@@ -32,35 +32,12 @@ from perfaudit.autograde.evidence import made_up
 from perfaudit.autograde.wire import protocol
 from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
 from perfaudit.checks.held import FreshJit, SlowFunction
+from perfaudit.autograde.errors import KernelGone, RaisedInKernel, StudentError, Timeout
 
 if TYPE_CHECKING:
     from jupyter_client.manager import AsyncKernelManager
 
 INTERRUPT_GRACE_S = 5
-
-
-class KernelGone(Exception):
-    """The kernel can answer no more requests (it died, hung past an interrupt, or its channel broke)."""
-
-    def __init__(self, message: str, died: bool = False) -> None:
-        super().__init__(message)
-        self.died = died  # the kernel process is gone (not merely unresponsive)
-
-
-class StudentError(Exception):
-    """The student's code raised, or answered with something that is not plain data."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class Timeout(StudentError):
-    pass
-
-
-class RaisedInKernel(StudentError):
-    """The student's code raised: its type and message are the kernel's, written while a test's inputs were there."""
 
 
 class RemoteRef:
@@ -343,7 +320,7 @@ class Exchange:
         for local, sent in written:
             if local.exists():  # a test folder handed to the kernel: its contents as the kernel left them
                 shutil.rmtree(local)
-            sent.write(local)
+            sent.unpack_into(local)
         return value
 
 

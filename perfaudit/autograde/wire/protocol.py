@@ -23,6 +23,7 @@ import pathlib
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from perfaudit.autograde.errors import WireError
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -79,10 +80,6 @@ MAX_SNAPSHOT_BYTES = 32 * 2**20  # one folder sent: its base64, twice over, fits
 MAX_NOTEBOOK_BYTES = 64 * 2**20
 MAX_NOTEBOOK_ENTRIES = 4096  # files and folders
 MAX_ERROR_CHARS, MAX_TYPE_CHARS = 2000, 100
-
-
-class WireError(ValueError):
-    """What crossed the wire breaks the protocol (the message says how, for the student)."""
 
 
 # --- values ---------------------------------------------------------------------------------------------------
@@ -317,7 +314,7 @@ class Snapshot:
         """Where the snapshot is, written into folder: the folder itself, or the file's path in it."""
         return folder if self.kind == "dir" else folder / self.name
 
-    def write(self, folder: "Path") -> None:
+    def unpack_into(self, folder: "Path") -> None:
         """Write the files into folder, made now."""
         folder.mkdir(parents=True, exist_ok=True)
         for parts, content in self.files.items():
