@@ -21,7 +21,7 @@ def course(tmp_path, monkeypatch):
     config = Config()
     config.CourseDirectory.root = str(tmp_path)
     coursedir = CourseDirectory(config=config)
-    recorder = type("Recorder", (), {"write": lambda self, result: recorded.append(result)})()
+    recorder = type("Recorder", (), {"append": lambda self, result: recorded.append(result)})()
     return writer.ResultWriter("gradebook", coursedir, A, State(tmp_path / "autograded"), recorder), steps, recorded
 
 
