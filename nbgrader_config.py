@@ -54,8 +54,8 @@ from perfaudit.autograde.plugins.drop_duplicate_ids import DropDuplicateIds  # n
 from perfaudit.autograde.plugins.execute import TrustedExecute  # noqa: E402
 from perfaudit.autograde.plugins.hide_hidden_tests import HideHiddenTests  # noqa: E402
 from perfaudit.autograde.plugins.hide_outputs_after_tests import HideOutputsAfterTests  # noqa: E402
-from perfaudit.autograde.plugins.sanitize_outputs import SanitizeOutputs  # noqa: E402
 from perfaudit.autograde.plugins.refuse_unsafe_submission import RefuseUnsafeSubmission  # noqa: E402
+from perfaudit.autograde.plugins.sanitize_outputs import SanitizeOutputs  # noqa: E402
 
 # A submission holding anything but regular files is refused, with the reason, before anything reads it.
 # A duplicated or split graded cell is graded once instead of failing the whole submission.

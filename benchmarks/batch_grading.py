@@ -33,9 +33,9 @@ from courses import make_course  # noqa: E402
 from grading_cost import make_bare_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
 from perfaudit.grade.run import Options, run  # noqa: E402
+from perfaudit.instructor import course  # noqa: E402
 
 
 def _machine_busy_s():

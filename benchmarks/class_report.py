@@ -36,12 +36,12 @@ from nbgrader.api import Gradebook  # noqa: E402
 from sqlalchemy.exc import SAWarning  # noqa: E402
 
 from perfaudit import ASSIGNMENT, notebooks, paths
-from perfaudit.instructor import course  # noqa: E402
 from perfaudit.bookkeeping import statefolder  # noqa: E402
 from perfaudit.fixtures import catalog, samples  # noqa: E402
 from perfaudit.grade import classreport, gradebook, records, regrade  # noqa: E402
 from perfaudit.grade.__main__ import main as grade_main  # noqa: E402
 from perfaudit.grade.run import Options, run  # noqa: E402
+from perfaudit.instructor import course  # noqa: E402
 
 COURSE_ID = "jax-performance-audit"
 NB1 = paths.STAGES[1].removesuffix(".ipynb")

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"
 from courses import make_course  # noqa: E402
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
+from perfaudit.instructor import course  # noqa: E402
 
 # The course's answer keys sit in plain markdown cells, which nbgrader clears only with enforce_metadata off.
 BARE_CONFIG = ('c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = "jax-performance-audit"\n'

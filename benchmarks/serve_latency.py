@@ -28,8 +28,8 @@ from serve_course import Service, course_with_exchange, ledger, student_home, su
 import nbformat  # noqa: E402
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course  # noqa: E402
 from perfaudit.fixtures import samples  # noqa: E402
+from perfaudit.instructor import course  # noqa: E402
 from perfaudit.serve.ledger import percentile  # noqa: E402
 
 

@@ -24,8 +24,8 @@ import pytest
 from chromium import UI_MS, started_server
 
 from perfaudit import ASSIGNMENT, lab, notebooks, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures.samples import instructor_solution
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 

@@ -23,11 +23,11 @@ from nbgrader.api import Gradebook
 from test_browser_exchange import instructor_course
 
 from perfaudit import ASSIGNMENT, notebooks, paths
-from perfaudit.instructor import course
 from perfaudit.autograde.plugins.hide_outputs_after_tests import OUTPUT_HIDDEN
 from perfaudit.fixtures import catalog
 from perfaudit.fixtures.catalog import student_html
 from perfaudit.fixtures.catalog.build import submission
+from perfaudit.instructor import course
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

@@ -35,10 +35,10 @@ from html_tables import Tables
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, check, notebooks, paths, workcopy
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade.__main__ import main
 from perfaudit.grade.classreport import PAGE, REPORTS_DIR
+from perfaudit.instructor import course
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

@@ -25,10 +25,10 @@ from formgrader import (formgrader_in_a_page, give_extra_credit, open_formgrader
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade import intake
 from perfaudit.grade.run import NothingToGrade, Options, run
+from perfaudit.instructor import course
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from perfaudit.handout import learning_rate
 from perfaudit.answer_key.reference import reference_jaxpr
+from perfaudit.handout import learning_rate
 
 
 def summary_of(samples):

@@ -37,12 +37,12 @@ from perfaudit.checks.outputs import (BACKEND_DEFAULT_PRECISION, ELEMENTWISE_TOL
                                       MATMUL_TOLERANCE, check_identity_output, check_random_output,
                                       elementwise_tolerance, matmul_precision_class, matmul_setting, output_tolerance,
                                       random_matrix)
-from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
-                                     check_first_call_measured, check_seconds, check_summarize, check_time_call,
-                                     check_timings)
 from perfaudit.checks.selfcheck import (check_audit_is_measured, check_counts_traces_not_calls,
                                         check_first_call_is_cold, check_stages_are_their_own)
 from perfaudit.checks.stages import check_stages
+from perfaudit.checks.timing import (SELF_CHECK_SAMPLES, SELF_CHECK_SUMMARY, STEADY_CALLS_MIN, SYNC_DELAY_S,
+                                     check_first_call_measured, check_seconds, check_summarize, check_time_call,
+                                     check_timings)
 from perfaudit.checks.traces import (TRACE_CASES_ARGUMENTS, TRACE_CASES_INPUTS, TRACE_HINTS, check_jaxpr_is_of,
                                      check_jaxpr_text, check_retrace_on_new_shape, check_trace_count,
                                      check_trace_predictions, check_traces_follow_jit, clear_cache, count_new_traces,

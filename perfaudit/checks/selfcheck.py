@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from perfaudit.checks.failure import fail
+from perfaudit.checks.held import HeldResult
 from perfaudit.checks.outputs import device_matrix
 from perfaudit.checks.stages import check_stages
 from perfaudit.checks.timing import as_float, check_seconds
-from perfaudit.checks.held import HeldResult
 from perfaudit.checks.watched import HOLD_S, Call, WatchedJit
 
 CLOCK_SLACK_S = 50e-6  # one process, one clock: rounding only

@@ -29,11 +29,11 @@ from sqlalchemy.engine import make_url
 
 from perfaudit import ASSIGNMENT
 from perfaudit.bookkeeping import statefolder
+from perfaudit.bookkeeping.coursedir import course_directory
+from perfaudit.bookkeeping.coursedir import venv_first_on_path
 from perfaudit.grade import classdata, intake, items, records, refused, regrade
 from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line
-from perfaudit.bookkeeping.coursedir import course_directory
-from perfaudit.bookkeeping.coursedir import venv_first_on_path
 
 REPORTS_DIR = "reports"  # in the course directory
 PAGE = "class-report.html"

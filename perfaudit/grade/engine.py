@@ -30,8 +30,8 @@ from urllib.parse import urlsplit
 import dask
 from distributed import Client, KilledWorker, LocalCluster, WorkerPlugin
 
-from perfaudit.grade.worker import output_to_log
 from perfaudit.grade.errors import SchedulerUnreachable
+from perfaudit.grade.worker import output_to_log
 
 if TYPE_CHECKING:
     from distributed import Worker

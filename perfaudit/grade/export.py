@@ -29,9 +29,9 @@ from typing import Any
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
+from perfaudit.bookkeeping.coursedir import course_directory
 from perfaudit.grade import gradebook as grades_kept, intake, refused
 from perfaudit.grade.escape import one_line
-from perfaudit.bookkeeping.coursedir import course_directory
 
 CANVAS_FIXED = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_ASSIGNMENT = re.compile(r"^.+ \(\d+\)$")  # Canvas names an assignment's column "<name> (<id>)"

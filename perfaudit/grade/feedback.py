@@ -13,9 +13,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT
+from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 from perfaudit.grade import export, gradebook, intake, task, worker
 from perfaudit.grade.escape import one_line
-from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 
 
 def refresh(course_dir: str | Path, db_url: str | None = None) -> tuple[list[str], list[str], list[str]]:

@@ -46,8 +46,8 @@ from typing import Any
 
 from perfaudit.autograde.plugins.submission import MAX_FILE_BYTES
 from perfaudit.grade import names
-from perfaudit.grade.escape import one_line
 from perfaudit.grade.errors import NotPlaced
+from perfaudit.grade.escape import one_line
 
 CANVAS = re.compile(r"^(?P<name>[a-z0-9]+)_(?P<late>LATE_)?(?P<id>\d+)_(?P<submission>\d+)_(?P<file>.+)$")
 # Moodle's prefix; with nothing after it, the name of a participant's folder.

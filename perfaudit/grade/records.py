@@ -31,9 +31,9 @@ from traitlets.config import Config
 from perfaudit import ASSIGNMENT
 from perfaudit.bookkeeping import statefolder
 from perfaudit.bookkeeping import versions
+from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 from perfaudit.grade.export import EXPORT_DIR
 from perfaudit.grade.gradebook import opened
-from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook

@@ -25,12 +25,12 @@ from typing import Any, TypeGuard
 
 from nbgrader.api import MissingEntry
 
-from perfaudit.autograde.plugins import canary, submission
 from perfaudit.autograde.isolation import sandbox
-from perfaudit.autograde.plugins.execute import TrustedExecute
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.grade import gradebook, records, worker
+from perfaudit.autograde.plugins import canary, submission
+from perfaudit.autograde.plugins.execute import TrustedExecute
 from perfaudit.bookkeeping.coursedir import course_config, course_directory, remove_tree, venv_first_on_path
+from perfaudit.grade import gradebook, records, worker
 
 CONFIG_FILE = "nbgrader_config.py"
 _lock = threading.Lock()  # one student at a time per process, whatever the worker's thread count

@@ -15,11 +15,11 @@ from typing import Any
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 
+from perfaudit.bookkeeping.coursedir import remove_tree
 from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import feedback as feedback_pages, gradebook, task
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.records import Recorder
-from perfaudit.bookkeeping.coursedir import remove_tree
 
 
 class ResultWriter:

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 
-from perfaudit.grade import gradebook
 from perfaudit.bookkeeping.coursedir import course_directory, venv_first_on_path
+from perfaudit.grade import gradebook
 
 
 def name_of(login):

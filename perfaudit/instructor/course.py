@@ -6,8 +6,8 @@ from pathlib import Path
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
-from perfaudit.grade import gradebook
 from perfaudit.bookkeeping.coursedir import make_writable, nbgrader, not_a_course
+from perfaudit.grade import gradebook
 
 __all__ = ["make_writable", "nbgrader", "not_a_course", "scores", "totals"]
 

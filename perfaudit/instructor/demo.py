@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 DEMO_DIR = "demo"
 

@@ -14,13 +14,13 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from perfaudit.bookkeeping import coursedir
-from perfaudit.autograde.plugins.canary import GradingEnvironmentError
 from perfaudit.autograde.isolation.sandbox import SandboxUnavailable
+from perfaudit.autograde.plugins.canary import GradingEnvironmentError
+from perfaudit.bookkeeping import coursedir
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.serve import readiness
-from perfaudit.serve.ledger import status_lines
 from perfaudit.serve.errors import CannotStart
+from perfaudit.serve.ledger import status_lines
 from perfaudit.serve.service import Service
 
 

@@ -22,8 +22,8 @@ from nbgrader.utils import notebook_hash, parse_utc
 from traitlets.config import Config
 
 from perfaudit.autograde.plugins import submission
-from perfaudit.grade import task
 from perfaudit.bookkeeping.coursedir import remove_tree
+from perfaudit.grade import task
 
 SECRET = "submission_secret.txt"
 

@@ -9,8 +9,8 @@ import pytest
 from courses import FULL, NB1, NB2, NB3, NB4, NB5, NONE
 
 from perfaudit import ASSIGNMENT
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 
 # Each fixture submission is named by what it is; this is the score it must get, per notebook.

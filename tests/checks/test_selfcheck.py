@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from perfaudit.answer_key import answers
 from perfaudit.autograde.evidence import measured
 from perfaudit.checks import selfcheck
-from perfaudit.answer_key import answers
 
 
 def workload(x):

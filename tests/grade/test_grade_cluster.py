@@ -23,10 +23,10 @@ from courses import FULL, NB2, NONE, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade.engine import SchedulerUnreachable
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import course
 
 EXPECTED = {
     "correct-on-a-worker-killed-mid-grading": FULL,

@@ -7,8 +7,8 @@ import sys
 import pytest
 from courses import FULL, NB2, NONE, make_course
 
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 

@@ -5,8 +5,8 @@ import sqlite3
 import pytest
 from nbgrader.api import Gradebook
 
-from perfaudit.grade import gradebook
 from perfaudit.bookkeeping.coursedir import venv_first_on_path
+from perfaudit.grade import gradebook
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 

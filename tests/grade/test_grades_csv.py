@@ -8,10 +8,10 @@ import pytest
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.grade import gradebook, grades_csv, refused
 from perfaudit.bookkeeping.coursedir import nbgrader
-from perfaudit.grade.intake import RECORD
 from perfaudit.bookkeeping.coursedir import venv_first_on_path
+from perfaudit.grade import gradebook, grades_csv, refused
+from perfaudit.grade.intake import RECORD
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 

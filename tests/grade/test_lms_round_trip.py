@@ -18,9 +18,9 @@ from courses import NB1, make_course
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import course
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

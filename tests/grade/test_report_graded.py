@@ -21,13 +21,13 @@ from html_tables import Tables
 from nbgrader.api import Gradebook
 
 from perfaudit import ASSIGNMENT, notebooks, paths
-from perfaudit.instructor import course
+from perfaudit.bookkeeping.statefolder import State
 from perfaudit.fixtures import samples
 from perfaudit.grade import records, regrade
 from perfaudit.grade.__main__ import main
 from perfaudit.grade.classreport import PAGE, REPORTS_DIR
-from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # minutes: three grading runs
 

@@ -15,11 +15,11 @@ import pytest
 from courses import FULL, NB1, NB2, NB3, NB4, NONE, hidden_test_lines, make_course
 
 from perfaudit import ASSIGNMENT
-from perfaudit.instructor import course
-from perfaudit.fixtures import samples
 from perfaudit.autograde.plugins.hide_hidden_tests import HIDDEN_NOTE
 from perfaudit.bookkeeping.statefolder import State
+from perfaudit.fixtures import samples
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # minutes: the fast tier (make test-fast) leaves it out
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perfaudit.grade import worker
 from perfaudit.bookkeeping.coursedir import course_config, remove_tree, venv_first_on_path
+from perfaudit.grade import worker
 
 
 def test_the_venv_s_commands_come_first_on_path(monkeypatch):

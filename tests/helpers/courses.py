@@ -14,8 +14,8 @@ from once_per_run import once_per_run
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.bookkeeping.coursedir import course_directory
-from perfaudit.instructor import course
 from perfaudit.fixtures.catalog.case import FULL as _FULL_BY_STAGE
+from perfaudit.instructor import course
 
 # The notebooks by name, and each one's full points as source/ gives them: the one place tests read them from.
 NB1, NB2, NB3, NB4, NB5 = (paths.STAGES[stage].removesuffix(".ipynb") for stage in sorted(paths.STAGES))

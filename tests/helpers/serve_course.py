@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 COURSE_ID = "jax-performance-audit"  # the course's nbgrader_config.py
 

@@ -40,9 +40,9 @@ from playwright import sync_api
 from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.hub import accounts, exchange, preflight, settings, userenv
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
 

@@ -6,9 +6,9 @@ import io
 import pytest
 from courses import make_course
 
-from perfaudit.instructor import demo
 from perfaudit.fixtures import samples
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 

@@ -16,8 +16,8 @@ from courses import instructor_only_lines
 
 from perfaudit import ASSIGNMENT, checks, paths
 from perfaudit.answer_key import answers
-from perfaudit.instructor import student_copy
 from perfaudit.fixtures import samples
+from perfaudit.instructor import student_copy
 
 # Lines the public side holds by necessity, each saying nothing of an answer: a key of the public report schema
 # opening its section, a key set from the variable of its name, an argument converted, and a call of the student's

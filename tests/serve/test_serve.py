@@ -20,10 +20,10 @@ from nbgrader.utils import get_username
 from serve_course import course_with_exchange, fetch_feedback, service, student_home, submit, wait_for
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.fixtures import samples
 from perfaudit.grade import records
 from perfaudit.grade.run import Options, run
+from perfaudit.instructor import course
 from perfaudit.serve import notes
 
 pytestmark = pytest.mark.slow  # minutes: the service grades several submissions, one at a time

@@ -12,9 +12,9 @@ from traitlets.config import Config
 
 from perfaudit import paths
 from perfaudit.autograde.plugins import submission
+from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.grade import run, task
 from perfaudit.serve import exchange
-from perfaudit.bookkeeping.coursedir import course_config
 
 A = "performance-audit"
 

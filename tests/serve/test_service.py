@@ -8,11 +8,11 @@ from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import paths
 from perfaudit.autograde.plugins import submission
+from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.serve import exchange, service
 from perfaudit.serve.ledger import Ledger
 from perfaudit.serve.service import Service
 from perfaudit.serve.settings import GradingService
-from perfaudit.bookkeeping.coursedir import course_config
 
 HOUR = 3600.0
 DUE = 1000 * HOUR

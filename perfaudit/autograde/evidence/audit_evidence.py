@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from perfaudit import handout
+from perfaudit.answer_key import answers
 from perfaudit.checks import audit
 from perfaudit.checks.failure import fail
-from perfaudit.answer_key import answers
 
 ROUNDS = 3  # timings of each loop the grader takes, each on new data; it compares their medians
 # A loop of one step against a loop of LONG_STEPS, each step with a batch size, a learning rate and a step number

@@ -14,12 +14,12 @@ from perfaudit.autograde.evidence import instruments, products
 from perfaudit.autograde.evidence.made_up import new_folder
 from perfaudit.checks.evidence import check_report_consistent, check_report_schema, check_report_scope, \
     check_returns_what_it_wrote, read_report, artifact_path
+from perfaudit.answer_key.reference import reference_jaxpr
 from perfaudit.checks.failure import fail
 from perfaudit.checks.outputs import check_random_output, device_matrix, random_matrix
 from perfaudit.checks.stages import CLOCK_SLACK_S, STAGE_PARTS, STAGE_WORDS, check_stages
 from perfaudit.checks.timing import as_float, check_seconds
 from perfaudit.checks.traces import check_jaxpr_text, jaxpr_canonical
-from perfaudit.answer_key.reference import reference_jaxpr
 
 
 def grader_jit(rng: np.random.Generator | None = None) -> instruments.GraderJit:

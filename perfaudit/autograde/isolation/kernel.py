@@ -25,10 +25,10 @@ import zmq
 from jupyter_client.manager import AsyncKernelManager
 
 from perfaudit.autograde.isolation import memory, sandbox
-from perfaudit.autograde.wire import protocol
-from perfaudit.autograde.plugins import submission
 from perfaudit.autograde.isolation.limits import SandboxLimits
+from perfaudit.autograde.plugins import submission
 from perfaudit.autograde.plugins.verdicts import printable
+from perfaudit.autograde.wire import protocol
 
 # A file each kernel start adds a line to, when set (.ci/run counts them). Not a PERFAUDIT_ name: the sandbox's
 # environment takes those from the grader's (sandbox.student_env), and this stays on the grader's side.

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING
 
 import perfaudit
 from perfaudit import paths
-from perfaudit.autograde.isolation import memory
 from perfaudit.autograde.errors import SandboxUnavailable
+from perfaudit.autograde.isolation import memory
 
 if TYPE_CHECKING:
     from perfaudit.autograde.isolation.limits import SandboxLimits

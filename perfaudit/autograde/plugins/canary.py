@@ -27,8 +27,8 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from perfaudit import paths
-from perfaudit.autograde.plugins import envrecord
 from perfaudit.autograde.errors import GradingEnvironmentError, SolutionFailsItsTest
+from perfaudit.autograde.plugins import envrecord
 
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
 

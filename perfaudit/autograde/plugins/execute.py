@@ -36,13 +36,13 @@ from traitlets import Bool, Enum, Integer
 from traitlets.config import Config
 import zmq
 
-from perfaudit.autograde.plugins import canary, submission, verdicts
-from perfaudit.autograde.isolation import kernel_fate, sandbox
 from perfaudit.autograde.evidence import made_up
-from perfaudit.autograde.wire import protocol
-from perfaudit.autograde.wire.channel import KernelChannel, KernelGone
+from perfaudit.autograde.isolation import kernel_fate, sandbox
 from perfaudit.autograde.isolation.kernel import SandboxedKernelManager
 from perfaudit.autograde.isolation.limits import SandboxLimits
+from perfaudit.autograde.plugins import canary, submission, verdicts
+from perfaudit.autograde.wire import protocol
+from perfaudit.autograde.wire.channel import KernelChannel, KernelGone
 from perfaudit.notebooks import nbgrader_meta
 
 if TYPE_CHECKING:

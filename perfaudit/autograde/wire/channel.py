@@ -28,11 +28,11 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
-from perfaudit.autograde.evidence import made_up
-from perfaudit.autograde.wire import protocol
-from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
-from perfaudit.checks.held import FreshJit, SlowFunction
 from perfaudit.autograde.errors import KernelGone, RaisedInKernel, StudentError, Timeout
+from perfaudit.autograde.evidence import made_up
+from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
+from perfaudit.autograde.wire import protocol
+from perfaudit.checks.held import FreshJit, SlowFunction
 
 if TYPE_CHECKING:
     from jupyter_client.manager import AsyncKernelManager

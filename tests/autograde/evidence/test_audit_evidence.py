@@ -6,8 +6,8 @@ import pytest
 from loops import count_traces, fixed_train
 
 from perfaudit import handout
-from perfaudit.autograde import hidden
 from perfaudit.answer_key import answers
+from perfaudit.autograde import hidden
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
 

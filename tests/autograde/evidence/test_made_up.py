@@ -4,8 +4,8 @@ import tempfile
 
 import numpy as np
 
-from perfaudit.autograde.evidence import made_up
 from perfaudit.answer_key import answers
+from perfaudit.autograde.evidence import made_up
 
 
 def test_a_new_folder_holds_only_its_files_and_goes_when_the_grader_removes_them(tmp_path, monkeypatch):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from perfaudit import checks
-from perfaudit.autograde.evidence import measured
 from perfaudit.answer_key.reference import reference_jaxpr
+from perfaudit.autograde.evidence import measured
 
 
 def workload(x):

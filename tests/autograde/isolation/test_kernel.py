@@ -9,10 +9,10 @@ import sys
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from perfaudit.autograde.plugins import execute
 from perfaudit.autograde.isolation import kernel, sandbox
-from perfaudit.autograde.wire import protocol
+from perfaudit.autograde.plugins import execute
 from perfaudit.autograde.plugins.execute import TrustedExecute
+from perfaudit.autograde.wire import protocol
 
 
 @pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")

@@ -7,9 +7,9 @@ import types
 from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit.autograde.isolation import kernel_fate
-from perfaudit.autograde.plugins.execute import NOT_RUN, TrustedExecute
 from perfaudit.autograde.isolation.kernel import SandboxedKernelManager
 from perfaudit.autograde.isolation.kernel_fate import Fate
+from perfaudit.autograde.plugins.execute import NOT_RUN, TrustedExecute
 
 
 def _records(outside):

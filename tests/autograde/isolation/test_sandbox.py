@@ -20,8 +20,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import sandbox
-from perfaudit.autograde.plugins.execute import OUTPUT_DROPPED, TrustedExecute
 from perfaudit.autograde.isolation.limits import SandboxLimits
+from perfaudit.autograde.plugins.execute import OUTPUT_DROPPED, TrustedExecute
 from perfaudit.grade.run import Options, run
 
 needs_bubblewrap = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")

@@ -16,9 +16,9 @@ import pytest
 from courses import FULL, NB2, make_course, uninstalled
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.autograde.plugins.canary import DISK_FULL
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow
 

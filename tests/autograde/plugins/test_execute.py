@@ -14,10 +14,10 @@ from courses import NB1, NB2, NB3, NB4, NB5, make_course
 from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.instructor import course
 from perfaudit.autograde.isolation import memory
 from perfaudit.autograde.plugins.execute import NOT_RUN, Run, TrustedExecute
 from perfaudit.fixtures import samples
+from perfaudit.instructor import course
 
 
 def _run(cells, workdir, **settings):

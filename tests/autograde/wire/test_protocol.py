@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfaudit.autograde.evidence.instruments import GraderJit
 from perfaudit.autograde.wire import agent, protocol
 from perfaudit.autograde.wire.channel import Exchange, RemoteRef, StudentError
-from perfaudit.autograde.evidence.instruments import GraderJit
 from perfaudit.checks.held import SlowFunction
 
 
