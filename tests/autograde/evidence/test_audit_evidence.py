@@ -1,6 +1,8 @@
 """Notebook 5's hidden tests (perfaudit/autograde/evidence/audit_evidence.py), run in one process: the findings against
 the answer key, the trace counts on the grader's data, the speed-up on the grader's clock."""
 
+import time
+
 import numpy as np
 import pytest
 from loops import count_traces, fixed_train
@@ -8,6 +10,7 @@ from loops import count_traces, fixed_train
 from perfaudit import handout
 from perfaudit.answer_key import answers
 from perfaudit.autograde import hidden
+from perfaudit.autograde.evidence import audit_evidence
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
 
@@ -42,3 +45,20 @@ def test_the_grader_s_clock_finds_the_fix_faster_and_the_original_not():
     hidden.check_speedup_measured(original, fixed_train, speedup, [5.0] * 3, [1.0] * 3, "B")
     with pytest.raises(AssertionError, match="timed by the grader"):
         hidden.check_speedup_measured(original, original, speedup, [5.0] * 3, [1.0] * 3, "B")
+
+
+def test_a_busy_machine_in_two_rounds_of_three_fails_no_fixed_loop():
+    """Other work on the grading machine (another grader compiling, a kernel starting) slows some rounds: the grader
+    compares the fastest round of each loop, so a fixed loop slowed in two of its three long rounds, by more than
+    the retrace limit, still passes, where the medians' ratio would call it a loop that retraces."""
+    long_calls = []
+
+    def fixed_on_a_busy_machine(w, batches, lr0, jit=None):
+        if len(batches) > 1 and jit is None:  # a long loop timed by the grader (its counter hands in a jit)
+            long_calls.append(len(batches))
+            if len(long_calls) <= 2:
+                time.sleep(2.0)  # these two rounds share the CPU with others: far over RETRACE_RATIO times one step
+        return fixed_train(w, batches, lr0) if jit is None else fixed_train(w, batches, lr0, jit)
+
+    hidden.check_fixed_traces(count_traces, fixed_on_a_busy_machine, handout.train_once)
+    assert long_calls == [audit_evidence.LONG_STEPS] * audit_evidence.ROUNDS
