@@ -16,6 +16,7 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde import sandbox
 from perfaudit.grade import records, run
 from perfaudit.grade.session import GradingSession, workers_sandbox
+from perfaudit.serve.service import Service
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,13 @@ def test_the_session_reads_the_course_and_puts_the_settings_on_top_for_the_tasks
     assert session.url == f"sqlite:///{course / 'gradebook.db'}"
     elsewhere = GradingSession(course, db_url="sqlite:////elsewhere/gradebook.db")
     assert (elsewhere.url, elsewhere.settings) == ("sqlite:////elsewhere/gradebook.db", {})
+
+
+def test_the_service_grades_with_the_batch_s_session(course):
+    service = Service(course, canary=False, out=io.StringIO())
+    assert isinstance(service.session, GradingSession)
+    assert service.session.settings == {"TrustedExecute.canary": False}
+    assert (service.coursedir, service.autograded) == (service.session.coursedir, service.session.autograded)
 
 
 def test_the_definition_holds_the_assignment_as_the_gradebook_and_source_have_it(session):
