@@ -7,6 +7,7 @@ tests/serve/test_serve.py's.
 """
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,11 @@ def test_the_session_reads_the_course_and_puts_the_settings_on_top_for_the_tasks
 
 
 def test_the_service_grades_with_the_batch_s_session(course):
-    service = Service(course, canary=False, out=io.StringIO())
+    umask = os.umask(0)
+    try:
+        service = Service(course, canary=False, out=io.StringIO())
+    finally:
+        os.umask(umask)  # the service's own, for its process: not this test process's
     assert isinstance(service.session, GradingSession)
     assert service.session.settings == {"TrustedExecute.canary": False}
     assert (service.coursedir, service.autograded) == (service.session.coursedir, service.session.autograded)
