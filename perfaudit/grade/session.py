@@ -72,7 +72,7 @@ class GradingSession:
         self.spec: dict[str, Any] | None = None  # the definition, once made
         self.sandbox = ""  # how student code runs: sandbox.status() here, or the workers' once connected
         self.client: Client | None = None  # while the cluster runs
-        self.held: Future | None = None  # the definition, held on the cluster while it runs
+        self.definition_future: Future | None = None  # the definition, held on the cluster while it runs
         self.recorder: records.Recorder | None = None  # the record behind each grade, once the definition is made
 
     def folder(self, kind: str, student: str) -> Path:
@@ -108,11 +108,11 @@ class GradingSession:
                     self.sandbox = workers_sandbox(client, self.limits)
                 elif not self.sandbox:  # the local cluster's workers run here
                     self.sandbox_here()
-                self.held = client.submit(task.hold, self.spec, key=f"definition-{self.spec['digest'][:16]}",
-                                          pure=False)
+                self.definition_future = client.submit(task.hold, self.spec, pure=False,
+                                                       key=f"definition-{self.spec['digest'][:16]}")
                 yield client
             finally:
-                self.client = self.held = None
+                self.client = self.definition_future = None
 
     def start_recording(self, course_gb: "Gradebook | None" = None) -> records.Recorder:
         """The record behind each grade (records.recorder): the same limits, sandbox, tests and versions for the batch
@@ -128,6 +128,6 @@ class GradingSession:
     def submit(self, student: str, files: dict[str, bytes], notebooks: list[str], feedback: bool,
                key_prefix: str) -> Future:
         """One student's grading task (task.grade) on the cluster; its key `<key_prefix>-<student>-<random>`."""
-        assert self.client is not None and self.held is not None, "submit() inside cluster()"
-        return self.client.submit(task.grade, self.held, student, files, notebooks, self.settings, feedback,
-                                  key=f"{key_prefix}-{student}-{uuid.uuid4().hex[:8]}", pure=False)
+        assert self.client is not None and self.definition_future is not None, "submit() inside cluster()"
+        return self.client.submit(task.grade, self.definition_future, student, files, notebooks, self.settings,
+                                  feedback, key=f"{key_prefix}-{student}-{uuid.uuid4().hex[:8]}", pure=False)

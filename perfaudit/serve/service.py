@@ -5,7 +5,9 @@ plug-ins, student code sandboxed, tests decided in the grader, generate_feedback
 cluster that lives as long as the service (a local one by default), so each worker process runs the canary once,
 before its first student. This process alone writes the gradebook, autograded/, feedback/, the record behind each
 grade and the student's batch state, with the batch's own writer (perfaudit/grade/writer.py: `make grade` later
-skips a student whose submission is unchanged), and the ledger.
+skips a student whose submission is unchanged), and the ledger. The course, the definition, the cluster, the
+sandbox line and the record come from the batch's GradingSession (perfaudit/grade/session.py), and what a finished
+task means from perfaudit/grade/outcome.py: this loop only acts on it (`act`).
 
 A student's submissions are handled one at a time, in the order they arrived: submitted/<student>/ holds one
 submission, and the released feedback must be that submission's. Whether a submission is graded is decided when it

@@ -105,6 +105,6 @@ def test_the_cluster_holds_the_definition_while_it_runs(session, tmp_path):
         session.submit("ada", {}, [], False, "grade")
     with session.cluster(1, log=Path(tmp_path) / "workers.log") as client:
         assert session.client is client
-        assert session.held.result()["digest"] == session.spec["digest"]
+        assert session.definition_future.result()["digest"] == session.spec["digest"]
         assert session.sandbox == sandbox.status(session.limits), "the local cluster's workers run here"
-    assert (session.client, session.held) == (None, None)
+    assert (session.client, session.definition_future) == (None, None)
