@@ -405,7 +405,7 @@ def _grade(options: Options, session: GradingSession, todo: dict[str, tuple[Diag
         with session.cluster(min(options.workers, len(jobs)), log=state.dir / "workers.log") as client:
             batch.engine = engine.describe(client)
             print(f"Grading on: {batch.engine}", file=out)
-            batch.sandbox = session.sandbox
+            batch.sandbox = session.sandbox_of_workers()  # a worker without a sandbox refuses: nobody graded
             if options.scheduler:
                 summary.say(batch, f"Student code (on the workers): {batch.sandbox}", out)
             results.recorder = session.start_recording(course_gb)

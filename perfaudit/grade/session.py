@@ -71,6 +71,7 @@ class GradingSession:
         self.expected: dict[str, list[str]] = {}  # {notebook: grade ids}: run.recorded_assignment's
         self.spec: dict[str, Any] | None = None  # the definition, once made
         self.sandbox = ""  # how student code runs: sandbox.status() here, or the workers' once connected
+        self.sandbox_checked = False  # sandbox_of_workers() ran: no task is submitted before
         self.client: Client | None = None  # while the cluster runs
         self.definition_future: Future | None = None  # the definition, held on the cluster while it runs
         self.recorder: records.Recorder | None = None  # the record behind each grade, once the definition is made
@@ -98,21 +99,29 @@ class GradingSession:
 
     @contextmanager
     def cluster(self, workers: int, log: Path) -> Iterator[Client]:
-        """engine.cluster(), the sandbox line of its workers (refused without a sandbox) and the definition held on it.
+        """engine.cluster() with the definition held on it; then sandbox_of_workers(), before any submit().
         make_definition() first."""
         assert self.spec is not None, "make_definition() before the cluster"
         with engine.cluster(self.scheduler, workers, log=log) as client:
             self.client = client
             try:
-                if self.scheduler:  # the workers' own, once connected
-                    self.sandbox = workers_sandbox(client, self.limits)
-                elif not self.sandbox:  # the local cluster's workers run here
-                    self.sandbox_here()
                 self.definition_future = client.submit(task.hold, self.spec, pure=False,
                                                        key=f"definition-{self.spec['digest'][:16]}")
                 yield client
             finally:
                 self.client = self.definition_future = None
+                self.sandbox_checked = False
+
+    def sandbox_of_workers(self) -> str:
+        """How the cluster's workers run student code (inside cluster()): a cluster's, each worker's own, and
+        SandboxUnavailable when one has no sandbox; a local cluster's, this machine's."""
+        assert self.client is not None, "sandbox_of_workers() inside cluster()"
+        if self.scheduler:
+            self.sandbox = workers_sandbox(self.client, self.limits)
+        elif not self.sandbox:
+            self.sandbox_here()
+        self.sandbox_checked = True
+        return self.sandbox
 
     def start_recording(self, course_gb: "Gradebook | None" = None) -> records.Recorder:
         """The record behind each grade (records.recorder): the same limits, sandbox, tests and versions for the batch
@@ -129,5 +138,6 @@ class GradingSession:
                key_prefix: str) -> Future:
         """One student's grading task (task.grade) on the cluster; its key `<key_prefix>-<student>-<random>`."""
         assert self.client is not None and self.definition_future is not None, "submit() inside cluster()"
+        assert self.sandbox_checked, "sandbox_of_workers() before the first task"
         return self.client.submit(task.grade, self.definition_future, student, files, notebooks, self.settings,
                                   feedback, key=f"{key_prefix}-{student}-{uuid.uuid4().hex[:8]}", pure=False)

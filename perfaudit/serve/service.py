@@ -309,6 +309,7 @@ class Service:
         session.make_definition()
         with session.cluster(self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
             self.client = client
+            session.sandbox_of_workers()  # a cluster's worker without a sandbox refuses: the service does not start
             session.start_recording()
             log(self.out, f"serving {self.exchange / 'inbound'}; grading on: {engine.describe(client)}; "
                           f"{interrupted and f'{len(interrupted)} interrupted grading(s) queued again; ' or ''}"

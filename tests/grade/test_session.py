@@ -99,12 +99,14 @@ def test_each_worker_says_how_it_runs_student_code_and_one_without_a_sandbox_ref
         workers_sandbox(refusing, session.limits)
 
 
-def test_the_cluster_holds_the_definition_while_it_runs(session, tmp_path):
+def test_the_cluster_holds_the_definition_and_grades_nobody_before_its_sandbox_is_known(session, tmp_path):
     session.make_definition()
     with pytest.raises(AssertionError, match="inside cluster"):
         session.submit("ada", {}, [], False, "grade")
     with session.cluster(1, log=Path(tmp_path) / "workers.log") as client:
         assert session.client is client
         assert session.definition_future.result()["digest"] == session.spec["digest"]
-        assert session.sandbox == sandbox.status(session.limits), "the local cluster's workers run here"
+        with pytest.raises(AssertionError, match="sandbox_of_workers"):
+            session.submit("ada", {}, [], False, "grade")
+        assert session.sandbox_of_workers() == sandbox.status(session.limits), "the local cluster's workers run here"
     assert (session.client, session.definition_future) == (None, None)
