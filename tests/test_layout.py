@@ -273,14 +273,14 @@ def test_imports_between_wings_run_one_way_down():
 
 def test_an_import_back_up_into_a_driving_wing_is_found(tmp_path):
     for name in ("perfaudit/__init__.py", "perfaudit/grade/__init__.py", "perfaudit/grade/run.py",
-                 "perfaudit/autograde/__init__.py", "perfaudit/autograde/kernel.py"):
+                 "perfaudit/autograde/__init__.py", "perfaudit/autograde/isolation/kernel.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("from perfaudit.grade import run\n" if name.endswith("kernel.py") else "")
     modules = {".".join(Path(n).with_suffix("").parts[:-1] if n.endswith("__init__.py") else
                         Path(n).with_suffix("").parts): tmp_path / n
                for n in ("perfaudit/__init__.py", "perfaudit/grade/__init__.py", "perfaudit/grade/run.py",
-                         "perfaudit/autograde/__init__.py", "perfaudit/autograde/kernel.py")}
-    assert _arrows_up(modules) == ["perfaudit.autograde.kernel -> perfaudit.grade.run"]
+                         "perfaudit/autograde/__init__.py", "perfaudit/autograde/isolation/kernel.py")}
+    assert _arrows_up(modules) == ["perfaudit.autograde.isolation.kernel -> perfaudit.grade.run"]
 
 
 def test_tests_hold_test_files_and_conftest_only_helpers_live_in_their_folder():

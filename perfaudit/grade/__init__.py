@@ -2,6 +2,8 @@
 
 __main__.py  the command line: options, one-line errors, the exit status
 run.py       the pipeline: intake, diagnose, grade on Dask, write as the one gradebook writer, export, summary
+session.py   what the batch and the service share to grade: course, definition, cluster, sandbox line, recorder
+outcome.py   what a finished grading task means (graded, zero, not graded, stop), one rule for batch and service
 definition.py  the assignment as the gradebook holds it, against source/
 engine.py    where grading tasks run: Dask distributed, a cluster started here or one that already runs
 envcheck.py  the environment check (the canary) once per environment, not once per run

@@ -1,10 +1,13 @@
 """The batch: intake, diagnose, grade on a Dask cluster, write as the one gradebook writer, export, summary.
 
-Each student is one self-contained task (perfaudit/grade/task.py) run by a Dask worker (perfaudit/grade/engine.py:
-a local cluster by default, or --scheduler); it returns plain data, and this process alone writes the gradebook,
-autograded/ and feedback/ (perfaudit/grade/writer.py). A student counts as graded when the gradebook holds their
-submission and their state in the batch state folder (perfaudit/bookkeeping/statefolder.py) was made from the same
-submitted files; re-running grades only the others (or everyone, with regrade=True).
+run() is its stages, one function each, filling the Batch it returns (summary.py renders it): _refuse_early,
+_intake, _setting, _select, _check_environment, _grade, _export, _report. Each student is one self-contained task
+(perfaudit/grade/task.py) run by a Dask worker (perfaudit/grade/engine.py: a local cluster by default, or
+--scheduler), submitted through the GradingSession the grading service uses too (perfaudit/grade/session.py); what
+its end means is perfaudit/grade/outcome.py's to say. A task returns plain data, and this process alone writes the
+gradebook, autograded/ and feedback/ (perfaudit/grade/writer.py). A student counts as graded when the gradebook
+holds their submission and their state in the batch state folder (perfaudit/bookkeeping/statefolder.py) was made from
+the same submitted files; re-running grades only the others (or everyone, with regrade=True).
 """
 
 import hashlib
@@ -12,9 +15,7 @@ import os
 import stat
 import sys
 import tempfile
-import uuid
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,21 +24,22 @@ from typing import Any, Protocol, TextIO
 
 from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
-from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde.plugins import canary, envrecord, submission
 from perfaudit.autograde.isolation import sandbox
+from perfaudit.autograde.plugins import canary, envrecord, submission
 from perfaudit.bookkeeping import statefolder, versions
-from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, records,
+from perfaudit.bookkeeping.coursedir import nbgrader, remove_tree
+from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, outcome,
                              regrade, summary, task)
-from perfaudit.bookkeeping.coursedir import course_config, nbgrader, remove_tree, venv_first_on_path
-from perfaudit.grade.diagnose import Diagnosis
-from perfaudit.grade.definition import out_of_step
-from perfaudit.grade.writer import ResultWriter
 from perfaudit.grade import refused as refusals
+from perfaudit.grade.classdata import ClassData
+from perfaudit.grade.definition import out_of_step
+from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.errors import NothingToGrade
+from perfaudit.grade.outcome import Kind
+from perfaudit.grade.session import GradingSession, prepare_this_process
+from perfaudit.grade.writer import ResultWriter
 
 
 @dataclass
@@ -59,22 +61,28 @@ class Options:
 
 @dataclass
 class Batch:
-    graded: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)  # graded before, unchanged
+    """The run's report, filled stage by stage (run()); summary.py renders it, classreport.py keeps part of it."""
+
+    # the setting, said before anyone is graded
+    sandbox: str = ""  # how student code ran: perfaudit.autograde.isolation.sandbox.status(), or the workers'
+    versions: dict[str, str | None] = field(default_factory=dict)  # what it graded with: versions.graded_with()
+    drift: list[str] = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
+    canary: str = ""  # what the canary found before grading, or that it was skipped
+    said: set[str] = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
+    # who was selected, and who was not
+    skipped: list[str] = field(default_factory=list)  # graded before, unchanged
+    stale: dict[str, list[str]] = field(default_factory=dict)  # {student: [notebooks whose source changed]}: regraded
+    refused: dict[str, str] = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
+    needs_you: dict[str, dict[str, str]] = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}
+    against: dict[str, str | None] = field(default_factory=dict)  # {notebook: sha256 of its source}: graded with
+    # the grading
+    graded: list[str] = field(default_factory=list)
+    environment: dict[str, list[str]] = field(default_factory=dict)  # {student: [why]}: not graded, not their fault
     engine: str = ""  # where grading ran: perfaudit.grade.engine.describe()
     task_seconds: float = 0.0  # the tasks' own time on the workers, all together (the rest is the engine's)
-    seconds: dict = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
-    sandbox: str = ""  # how student code ran: perfaudit.autograde.isolation.sandbox.status()
-    canary: str = ""  # what the canary found before grading, or that it was skipped
-    environment: dict = field(default_factory=dict)  # {student: [why]}: not graded, the environment's fault
-    refused: dict = field(default_factory=dict)  # {folder of submitted/: why its name cannot be a student id}
-    versions: dict = field(default_factory=dict)  # what it graded with: perfaudit.bookkeeping.versions.graded_with()
-    drift: list = field(default_factory=list)  # how that differs from requirements-cpu.txt, one sentence each
-    again: dict = field(default_factory=dict)  # {student: (total before, total now, resubmitted)}: graded before
-    needs_you: dict = field(default_factory=dict)  # {student: {notebook: "not graded: why"}}: refused at intake
-    said: set = field(default_factory=set)  # lines of the run's setting printed so far (summary.say)
-    against: dict = field(default_factory=dict)  # {notebook: sha256 of its source notebook}: what this run grades with
-    stale: dict = field(default_factory=dict)  # {student: [notebooks whose source changed since graded]}: regraded
+    seconds: dict[str, float] = field(default_factory=dict)  # {"autograde": s, "feedback": s, "export": s}
+    # after it: {student: (total before, total now, resubmitted)} of those graded before
+    again: dict[str, tuple[float | None, float | None, bool]] = field(default_factory=dict)
 
 
 class Progress:
@@ -127,15 +135,9 @@ def fingerprint(folder: str | Path, ignore: Sequence[str] = ()) -> str:
     return digest.hexdigest()
 
 
-def _coursedir(options):
-    config = course_config(options.course_dir)
-    if options.db_url:
-        config.CourseDirectory.db_url = options.db_url
-    return CourseDirectory(config=config)
-
-
 NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (feedback and each LMS export "
         "again); grades back to the LMS: python -m perfaudit.grade --export canvas|moodle --roster <the LMS's file>")
+
 
 
 def _expected_ids(course_gb):
@@ -189,60 +191,103 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
 
     Without a working sandbox (here, or on a cluster's workers) this raises SandboxUnavailable before it grades
     anyone (PERFAUDIT_UNSANDBOXED=1: grades all the same, and says so first thing and in the summary); a
-    --scheduler that does not answer raises engine.SchedulerUnreachable at once.
+    --scheduler that does not answer raises engine.SchedulerUnreachable at once. The stages, in order: refuse
+    early, intake, the run's setting, select who to grade, the environment check, grade, export, report.
     """
+    _refuse_early(options)
+    prepare_this_process()
+    session = GradingSession(options.course_dir, _settings(options), options.db_url, options.scheduler)
+    session.expected, due = recorded_assignment(session.course_dir, session.url, session.course_id, session.source,
+                                                 out)
+    resubmitted = _intake(options, session, due, out)
+    state = statefolder.State(session.autograded)
+    batch = _setting(options, session, out)
+    chosen = _select(options, session, state, batch)
+    when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
+    before_regrade = regrade.snapshot(session.url, session.course_id, ASSIGNMENT, session.autograded,
+                                      sorted(set(chosen.todo) & chosen.known), when)
+    _check_environment(options, session, chosen.todo, batch, out)
+    started = time.monotonic()
+    _grade(options, session, chosen.todo, state, batch, out)
+    batch.seconds["autograde"] = time.monotonic() - started
+    _export(session, batch, chosen.before, resubmitted)
+    _report(session, state, batch, before_regrade, when, out)
+    return batch
+
+
+def _refuse_early(options: Options) -> None:
+    """Before anything is read or written: a --scheduler that does not answer, or no sandbox here for a local
+    cluster's workers."""
     if options.scheduler:
         engine.probe(engine.scheduler_address(options.scheduler))
     else:
         sandbox.require()  # the local cluster's workers run here
-    # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
-    warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
-    venv_first_on_path()  # run from a venv that is not activated, nbgrader still finds its alembic
-    course_dir = Path(options.course_dir).resolve()
-    coursedir = _coursedir(options)
-    url, course_id = coursedir.db_url, coursedir.course_id
-    submitted = Path(coursedir.format_path(coursedir.submitted_directory, ".", ".")).resolve()
-    autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
-    settings = {}  # on top of nbgrader_config.py, for every task; never the gradebook's URL (it may hold a password)
+
+
+def _settings(options: Options) -> dict[str, Any]:
+    """The command line's settings on top of nbgrader_config.py, for every task."""
+    settings: dict[str, Any] = {}
     if options.cell_timeout:
         settings["Execute.timeout"] = options.cell_timeout
     if options.notebook_timeout:
         settings["TrustedExecute.notebook_timeout"] = options.notebook_timeout
     if options.memory_mb:
         settings["SandboxLimits.memory_mb"] = options.memory_mb
+    return settings
 
-    source = course_dir / coursedir.source_directory / ASSIGNMENT
-    expected, due = recorded_assignment(course_dir, url, course_id, source, out)
-    resubmitted = {}
+
+def _intake(options: Options, session: GradingSession, due: datetime | None,
+            out: TextIO) -> dict[str, tuple[str, str]]:
+    """An LMS download sorted into submitted/ (returned: {student: (older file, kept)} of those who resubmitted);
+    NothingToGrade when submitted/ holds no student's folder."""
+    resubmitted: dict[str, tuple[str, str]] = {}
     if options.download:
         if not Path(options.download).exists():
             raise NothingToGrade(f"No such LMS download: {options.download}. Name the zip or folder the LMS gave you "
                                  "(make grade FROM=path/to/download.zip). Nothing was graded.")
-        report = intake.sort_into_submitted(options.download, submitted, ASSIGNMENT, {f"{n}.ipynb" for n in expected},
-                                            due=due)
+        report = intake.sort_into_submitted(options.download, session.submitted, ASSIGNMENT,
+                                            {f"{n}.ipynb" for n in session.expected}, due=due)
         print(report.report(), file=out)
         resubmitted = report.resubmitted
+    submitted = session.submitted
     if not submitted.is_dir() or not any(p.is_dir() for p in submitted.iterdir()):
         raise NothingToGrade(f"Nothing to grade: {submitted} holds no student's folder. Sort an LMS download in "
                              f"(make grade FROM=download.zip) or collect from the exchange (nbgrader collect "
                              f"{ASSIGNMENT}), then run again. Nothing was graded.")
+    return resubmitted
 
-    state = statefolder.State(autograded)
-    limits = SandboxLimits(config=course_config(course_dir, settings))
-    batch = Batch(sandbox=sandbox.status(limits))
+
+def _setting(options: Options, session: GradingSession, out: TextIO) -> Batch:
+    """The run's setting, said before anyone is graded: how student code runs, the versions, a skipped check."""
+    batch = Batch(sandbox=session.sandbox_here())
     if not options.scheduler:  # a cluster's workers say it themselves, once connected
         summary.say(batch, f"Student code: {batch.sandbox}", out)
     _check_versions(batch, out)
     if not options.canary or os.environ.get(canary.SKIP) == "1":
         batch.canary = "SKIPPED (asked for): the environment was not checked before grading"
-        settings["TrustedExecute.canary"] = False
+        session.settings["TrustedExecute.canary"] = False
         summary.say(batch, f"Environment check: {batch.canary}", out)
-    todo = {}  # {student: (diagnosis, fingerprint)}
-    with gradebook.opened(url, course_id) as course_gb:
+    return batch
+
+
+@dataclass
+class Selection:
+    """Who this run grades, and what the gradebook held before it."""
+
+    todo: dict[str, tuple[Diagnosis, str]]  # {student: (diagnosis, fingerprint)}: graded by this run
+    known: set[str]  # students with a submission in the gradebook
+    before: dict[str, float | None]  # {student: total}: before this run
+
+
+def _select(options: Options, session: GradingSession, state: statefolder.State, batch: Batch) -> Selection:
+    """Each folder of submitted/: refused by its name, skipped (graded before, unchanged), or diagnosed to grade."""
+    coursedir, submitted = session.coursedir, session.submitted
+    todo = {}
+    with gradebook.opened(session.url, session.course_id) as course_gb:
         known = {s.student.id for s in course_gb.find_assignment(ASSIGNMENT).submissions}
         before = gradebook.totals(course_gb, ASSIGNMENT)
     said = intake.lms_record(submitted)
-    against = batch.against = source_digests(course_dir, coursedir, expected)
+    against = batch.against = source_digests(session.course_dir, coursedir, session.expected)
     for folder in sorted(p for p in submitted.iterdir() if p.is_dir()):
         student, work = folder.name, folder / ASSIGNMENT
         refused = names.student_folder_problem(student)
@@ -260,41 +305,53 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
                 batch.skipped.append(student)
                 continue
             batch.stale[student] = changed  # graded against another source notebook: graded again
-        found = diagnose.diagnose(work, expected, coursedir.ignore)
+        found = diagnose.diagnose(work, session.expected, coursedir.ignore)
         refusals.withhold(found, withheld)
         todo[student] = (found, print_)
     for student, withheld in refusals.needs_you(submitted, said, ASSIGNMENT).items():
         batch.needs_you.setdefault(student, withheld)  # nothing placed for them (no folder): they need you all the same
+    return Selection(todo, known, before)
 
-    when = regrade.stamp()  # the scores of those graded again are kept first: the regrade diff compares with them
-    before_regrade = regrade.snapshot(url, course_id, ASSIGNMENT, autograded, sorted(set(todo) & known), when)
-    if "TrustedExecute.canary" not in settings and not options.scheduler and any(f.gradable for f, _ in todo.values()):
-        started = time.monotonic()  # once per environment: a record beside the gradebook (perfaudit/grade/envcheck.py)
-        record = envrecord.record_path(url, autograded)  # type: ignore[assignment]  # reused: the record's path
-        batch.canary = envcheck.once(course_dir, coursedir, ASSIGNMENT, expected, settings,
-                                     record)  # type: ignore[arg-type]  # the path, just above
+
+def _check_environment(options: Options, session: GradingSession, todo: dict[str, tuple[Diagnosis, str]],
+                       batch: Batch, out: TextIO) -> None:
+    """The environment check (the canary), once per environment, before a local cluster grades anyone; a cluster's
+    workers run theirs before their first student (perfaudit/grade/envcheck.py)."""
+    settings = session.settings
+    gradable = any(found.gradable for found, _ in todo.values())
+    if "TrustedExecute.canary" not in settings and not options.scheduler and gradable:
+        started = time.monotonic()  # once per environment: a record beside the gradebook
+        record = envrecord.record_path(session.url, session.autograded)
+        batch.canary = envcheck.once(session.course_dir, session.coursedir, ASSIGNMENT, session.expected, settings,
+                                     record)
         settings["TrustedExecute.canary"] = False
         batch.seconds["environment check"] = time.monotonic() - started
         summary.say(batch, f"Environment check: {batch.canary}", out)
-    elif not batch.canary and not any(f.gradable for f, _ in todo.values()):
+    elif not batch.canary and not gradable:
         batch.canary = "not run: no notebook to grade"  # said, never skipped silently
-    started = time.monotonic()
-    _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out)
-    batch.seconds["autograde"] = time.monotonic() - started
-    with gradebook.opened(url, course_id) as course_gb:
+
+
+def _export(session: GradingSession, batch: Batch, before: dict[str, float | None],
+            resubmitted: dict[str, tuple[str, str]]) -> None:
+    """grades.csv as `nbgrader export` writes it, the versions graded with, and who was graded again."""
+    with gradebook.opened(session.url, session.course_id) as course_gb:
         after = gradebook.totals(course_gb, ASSIGNMENT)
-        gradebook.name_students(course_gb, intake.lms_record(submitted))  # first: grades.csv carries the names
+        gradebook.name_students(course_gb, intake.lms_record(session.submitted))  # first: grades.csv carries names
         started = time.monotonic()
-        grades_csv.write(course_gb, course_dir / "grades.csv", submitted, ASSIGNMENT)  # as `nbgrader export` does
+        grades_csv.write(course_gb, session.course_dir / "grades.csv", session.submitted, ASSIGNMENT)
     batch.seconds["export"] = time.monotonic() - started
-    _record_versions(url, autograded, batch)
+    _record_versions(session.url, session.autograded, batch)
     batch.again = {student: (before[student], after[student], student in resubmitted)
                    for student in batch.graded if student in before and student in after}
 
-    summary.print_summary(url, course_id, ASSIGNMENT, state, autograded, batch, out)
-    classreport.after_run(course_dir, url, course_id, autograded, batch, before_regrade, when, out)
+
+def _report(session: GradingSession, state: statefolder.State, batch: Batch, before_regrade: ClassData | None,
+            when: str, out: TextIO) -> None:
+    """The terminal summary of the Batch, the class report and the regrade diff, and what to do next."""
+    summary.print_summary(session.url, session.course_id, ASSIGNMENT, state, session.autograded, batch, out)
+    classreport.after_run(session.course_dir, session.url, session.course_id, session.autograded, batch,
+                          before_regrade, when, out)
     print(NEXT, file=out)
-    return batch
 
 
 def source_digests(course_dir: str | Path, coursedir: CourseDirectory,
@@ -325,17 +382,16 @@ def _record_versions(url, autograded, batch):
         versions.record(path, batch.versions, batch.drift, len(batch.graded))
 
 
-def _grade(options, course_dir, coursedir, settings, limits, expected, todo, state, batch, out):
+def _grade(options: Options, session: GradingSession, todo: dict[str, tuple[Diagnosis, str]],
+           state: statefolder.State, batch: Batch, out: TextIO) -> None:
     """Grade the students in todo: each gradable one as a task on the cluster, the client writing every result."""
-    url, course_id = coursedir.db_url, coursedir.course_id
-    autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     progress = Progress(len(todo), options.progress)
-    with gradebook.opened(url, course_id) as course_gb:
-        results = ResultWriter(course_gb, coursedir, ASSIGNMENT, state)
+    with gradebook.opened(session.url, session.course_id) as course_gb:
+        results = ResultWriter(course_gb, session.coursedir, ASSIGNMENT, state)
         jobs = {}  # {student: notebooks to grade}
         for student, (found, print_) in todo.items():
-            remove_tree(autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
-            remove_tree(Path(coursedir.format_path(coursedir.feedback_directory, student, ASSIGNMENT)))
+            remove_tree(session.autograded / student / ASSIGNMENT)  # no stale notebook survives a regrade
+            remove_tree(session.folder(session.coursedir.feedback_directory, student))
             if found.gradable:
                 jobs[student] = found.gradable
             else:
@@ -343,46 +399,33 @@ def _grade(options, course_dir, coursedir, settings, limits, expected, todo, sta
                 _finish(student, batch, progress, 0)
         if not jobs:
             return
-        with tempfile.TemporaryDirectory(prefix="perfaudit-grade-") as scratch_dir:
-            template = Path(scratch_dir) / "template.db"
-            gradebook.make_template(url, template, course_id)
-            spec = task.definition(course_dir, ASSIGNMENT, expected, template)
+        session.make_definition()
         # A local cluster starts no more workers than there are submissions: a worker that would wait idle costs
         # its start (seconds of imports) all the same.
-        workers = min(options.workers, len(jobs))
-        with engine.cluster(options.scheduler, workers, log=state.dir / "workers.log") as client:
+        with session.cluster(min(options.workers, len(jobs)), log=state.dir / "workers.log") as client:
             batch.engine = engine.describe(client)
             print(f"Grading on: {batch.engine}", file=out)
+            batch.sandbox = session.sandbox_of_workers()  # a worker without a sandbox refuses: nobody graded
             if options.scheduler:
-                _check_workers_sandbox(client, limits, batch, out)
-            results.recorder = records.recorder(autograded, spec, course_gb, coursedir.source_directory, limits,
-                                                batch.sandbox, course_config(course_dir, settings))
+                summary.say(batch, f"Student code (on the workers): {batch.sandbox}", out)
+            results.recorder = session.start_recording(course_gb)
             writer = _Writer(results, todo, batch, progress)
-            broken = _run_tasks(client, spec, jobs, settings, options, writer)
+            broken = _run_tasks(session, jobs, options.feedback, writer)
     if broken:
         raise canary.GradingEnvironmentError(broken)
-    if "TrustedExecute.canary" not in settings:
+    if "TrustedExecute.canary" not in session.settings:
         graders = len(writer.processes)
         batch.canary = (f"passed in each of the {graders} grading process(es) before its first student: the "
                         "instructor's solutions score full marks and the release none, through this pipeline"
                         if graders else "not confirmed: no grading process got as far as a student")
 
 
-def _check_workers_sandbox(client, limits, batch, out):
-    """Every worker runs student code in its sandbox (or was started with PERFAUDIT_UNSANDBOXED=1), or none grades."""
-    values = {name: getattr(limits, name) for name in limits.trait_names(config=True)}
-    found = client.run(task.sandbox_status, values)
-    for worker_address, (refusal, _) in sorted(found.items()):
-        if refusal:
-            raise sandbox.SandboxUnavailable(f"On the Dask worker {worker_address}: {refusal}")
-    batch.sandbox = "; ".join(sorted({line for _, line in found.values()}))
-    summary.say(batch, f"Student code (on the workers): {batch.sandbox}", out)
-
-
-def _run_tasks(client, spec, jobs, settings, options, writer):
-    """Submit a window of tasks at a time, write each result as it comes; the canary's failure message, or None."""
-    definition = client.submit(task.hold, spec, key=f"definition-{spec['digest'][:16]}", pure=False)
-    run_id = uuid.uuid4().hex[:8]
+def _run_tasks(session: GradingSession, jobs: dict[str, list[str]], feedback: bool, writer: "_Writer") -> str | None:
+    """Submit a window of tasks at a time, act on each one's outcome (perfaudit/grade/outcome.py) as it comes; the
+    canary's failure message, or None. A stop cancels the rest: a full disk is raised, the canary's failure
+    returned."""
+    client = session.client
+    assert client is not None, "inside session.cluster()"
     pending = iter(sorted(jobs))
     window = max(8, 2 * sum(client.nthreads().values()))
     futures = {}
@@ -391,34 +434,26 @@ def _run_tasks(client, spec, jobs, settings, options, writer):
         student = next(pending, None)
         if student is None:
             return None
-        files = task.submitted_files(writer.submitted_folder(student), writer.results.coursedir.ignore)
-        future = client.submit(task.grade, definition, student, files, jobs[student], settings, options.feedback,
-                               key=f"grade-{student}-{run_id}", pure=False)
+        files = task.submitted_files(writer.submitted_folder(student), session.coursedir.ignore)
+        future = session.submit(student, files, jobs[student], feedback, key_prefix="grade")
         futures[future] = student
         return future
 
     running = as_completed([f for f in (submit_next() for _ in range(window)) if f is not None], loop=client.loop)
     for future in running:
         student = futures.pop(future)
-        try:
-            result = future.result()
-        except engine.KilledWorker as error:
-            writer.zero(student, dict.fromkeys(jobs[student], f"grading it killed the worker process "
-                        f"{error.allowed_failures + 1} times: not tried again "
-                        "(distributed.scheduler.allowed-failures)"))
-        except Exception as error:  # the grader's own code failed on that worker: never the student's 0
-            if canary.disk_full(error):  # the worker's disk: the environment's fault, nobody more is graded
-                client.cancel(list(futures))
-                raise
-            writer.not_graded(student, {"every notebook": f"the grader failed ({type(error).__name__}: {error})"})
+        done = outcome.of_future(future, jobs[student])
+        if done.kind is Kind.STOP:  # the environment is broken: grade nobody more
+            client.cancel(list(futures))
+            if done.error is not None:
+                raise done.error
+            return done.whys[outcome.EVERY_NOTEBOOK]
+        if done.kind is Kind.ZERO:
+            writer.zero(student, done.whys)
+        elif done.kind is Kind.NOT_GRADED:
+            writer.not_graded(student, done.whys, done.result)
         else:
-            if not task.is_plain_result(result):
-                writer.not_graded(student, {"every notebook": "the grader failed (its result was not plain data)"})
-            elif result.canary:  # this worker's environment is broken: stop, grade nobody more
-                client.cancel(list(futures))
-                return f"{result.canary} (Dask worker on {result.host}, process {result.pid})"
-            else:
-                writer.write(result, jobs[student])
+            writer.write(done.result, jobs[student])
         future.release()
         following = submit_next()
         if following is not None:
@@ -442,21 +477,25 @@ class _Writer:
         self.results.write(student, *self.todo[student], failures=failures, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0)
 
-    def not_graded(self, student: str, whys: dict[str, str]) -> None:
+    def not_graded(self, student: str, whys: dict[str, str], result: task.GradingResult | None = None) -> None:
         """The environment or the grader failed, not the student ({notebook: why}): nothing of theirs is recorded,
-        the run exits non-zero, the next run grades them."""
+        the run exits non-zero, the next run grades them. result: what the task returned, if it did."""
+        if result is not None:
+            self._count(result)
         self.batch.environment[student] = [f"{nb}: {why}" for nb, why in whys.items()]
         self.progress.step(0)
 
-    def write(self, result: task.GradingResult, notebooks: list[str]) -> None:
+    def write(self, result: task.GradingResult | None, notebooks: list[str]) -> None:
+        assert result is not None, "a graded outcome holds its result"
+        self._count(result)
         student = result.student
-        self.processes.add((result.host, result.pid))
-        self.batch.task_seconds += result.seconds
-        if result.environment:
-            self.not_graded(student, result.environment)
-            return
         self.results.write(student, *self.todo[student], result, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0 if result.results is None else len(notebooks))
+
+    def _count(self, result: task.GradingResult) -> None:
+        """A process that got as far as a student (its canary passed), and the task's own seconds."""
+        self.processes.add((result.host, result.pid))
+        self.batch.task_seconds += result.seconds
 
 
 def _finish(student, batch, progress, notebooks):

@@ -9,8 +9,8 @@ from typing import Any, TextIO
 
 import nbformat
 
-from perfaudit.bookkeeping import versions
 from perfaudit.autograde.plugins.execute import NOT_RUN
+from perfaudit.bookkeeping import versions
 from perfaudit.bookkeeping.statefolder import State
 from perfaudit.grade import gradebook, refused
 from perfaudit.grade.escape import one_line

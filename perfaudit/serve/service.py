@@ -5,7 +5,9 @@ plug-ins, student code sandboxed, tests decided in the grader, generate_feedback
 cluster that lives as long as the service (a local one by default), so each worker process runs the canary once,
 before its first student. This process alone writes the gradebook, autograded/, feedback/, the record behind each
 grade and the student's batch state, with the batch's own writer (perfaudit/grade/writer.py: `make grade` later
-skips a student whose submission is unchanged), and the ledger.
+skips a student whose submission is unchanged), and the ledger. The course, the definition, the cluster, the
+sandbox line and the record come from the batch's GradingSession (perfaudit/grade/session.py), and what a finished
+task means from perfaudit/grade/outcome.py: this loop only acts on it (`act`).
 
 A student's submissions are handled one at a time, in the order they arrived: submitted/<student>/ holds one
 submission, and the released feedback must be that submission's. Whether a submission is graded is decided when it
@@ -17,27 +19,23 @@ import os
 import pwd
 import signal
 import sys
-import tempfile
 import time
-import uuid
-import warnings
 from collections.abc import Callable
 from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, Future
-from nbgrader.coursedir import CourseDirectory
-from sqlalchemy.exc import SAWarning
 
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.bookkeeping import statefolder
-from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.grade import diagnose, engine, gradebook, records, run, task
-from perfaudit.bookkeeping.coursedir import course_config, keep_from_other_accounts, venv_first_on_path
+from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
+from perfaudit.grade import diagnose, engine, gradebook, outcome, run, task
 from perfaudit.grade.diagnose import Diagnosis
+from perfaudit.grade.outcome import Kind, Outcome
 from perfaudit.grade.run import Output
+from perfaudit.grade.session import GradingSession, prepare_this_process
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes, readiness
 from perfaudit.serve.errors import CannotStart
@@ -54,21 +52,20 @@ class Service:
                  out: Output = sys.stdout) -> None:
         keep_from_other_accounts()  # first: the state folder below is made in autograded/
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
-        config = course_config(self.course_dir)
-        self.limits = GradingService(config=config)
-        self.coursedir = CourseDirectory(config=config)
-        self.url, self.course_id = self.coursedir.db_url, self.coursedir.course_id
-        self.exchange = exchange.course_path(config, self.coursedir)
-        self.autograded = Path(self.coursedir.format_path(self.coursedir.autograded_directory, ".", ".")).resolve()
+        # the course, the definition, the cluster and the record behind each grade, as the batch command has them
+        self.session = GradingSession(self.course_dir, {} if canary else {"TrustedExecute.canary": False},
+                                      scheduler=scheduler)
+        self.limits = GradingService(config=self.session.config)
+        self.coursedir = self.session.coursedir
+        self.url, self.course_id = self.session.url, self.session.course_id
+        self.exchange = exchange.course_path(self.session.config, self.coursedir)
+        self.autograded = self.session.autograded
         self.ledger = Ledger(path_for(self.url, self.autograded))
         self.batch_state = statefolder.State(self.autograded)
-        self.settings: dict[str, Any] = {} if canary else {"TrustedExecute.canary": False}
         # {future: (inbound name, started (monotonic), diagnosis, fingerprint)}
         self.in_flight: dict[Future, tuple[str, float, Diagnosis, str]] = {}
         self.stopping = False
         self.client: Client | None = None  # the Dask client, while run() runs
-        # the record behind each grade (records.Recorder), once run() knows the definition
-        self.recorder: records.Recorder | None = None
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind: str, student: str) -> Path:
@@ -131,7 +128,7 @@ class Service:
             log(self.out, f"new submission {name}: {record['decision']}")
 
     # --- handing out work -------------------------------------------------------------------------------------
-    def dispatch(self, client: Client, definition: Future, slots: int) -> None:
+    def dispatch(self, client: Client, slots: int) -> None:
         busy = {self.ledger.submissions[name]["student"] for name, *_ in self.in_flight.values()}
         for name in self.ledger.in_state("queued"):
             record = self.ledger.submissions[name]
@@ -139,14 +136,14 @@ class Service:
                 continue  # the student's earlier submission first
             busy.add(record["student"])
             try:
-                self.handle(client, definition, slots, name, record)
+                self.handle(client, slots, name, record)
             except FileNotFoundError as error:  # its folder left the exchange: nothing to grade or tell
                 self.ledger.update(name, status="failed", failure=f"gone from the exchange ({error})")
                 log(self.out, f"FAILED {name}: gone from the exchange ({error})")
             except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
                 self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
 
-    def handle(self, client: Client, definition: Future, slots: int, name: str, record: dict[str, Any]) -> None:
+    def handle(self, client: Client, slots: int, name: str, record: dict[str, Any]) -> None:
         """The next step of the student's oldest queued submission: release a limit or refusal, or start grading."""
         if record["decision"] == "limit":
             self.collect(name)
@@ -162,7 +159,7 @@ class Service:
                 self.ledger.update(name, repair_notice=True)
                 log(self.out, f"not graded yet (grading stopped) {name}: told the grader is being repaired")
         elif len(self.in_flight) < slots:
-            self.start(client, definition, name)
+            self.start(name)
 
     def collect(self, name: str) -> tuple[str, Path]:
         student = self.ledger.submissions[name]["student"]
@@ -170,51 +167,43 @@ class Service:
         exchange.collect(self.inbound(name), submitted, self.coursedir.ignore)
         return student, submitted
 
-    def start(self, client: Client, definition: Future, name: str) -> None:
+    def start(self, name: str) -> None:
         student, submitted = self.collect(name)
-        found = diagnose.diagnose(submitted, self.expected, self.coursedir.ignore)
+        found = diagnose.diagnose(submitted, self.session.expected, self.coursedir.ignore)
         if not found.gradable:
             self.write(name, found, run.fingerprint(submitted, self.coursedir.ignore), None)
             return
         files = task.submitted_files(submitted, self.coursedir.ignore)
-        future = client.submit(task.grade, definition, student, files, found.gradable, self.settings, True,
-                               key=f"serve-{student}-{uuid.uuid4().hex[:8]}", pure=False)
+        future = self.session.submit(student, files, found.gradable, True, key_prefix="serve")
         self.in_flight[future] = (name, time.monotonic(), found, run.fingerprint(submitted, self.coursedir.ignore))
         self.ledger.update(name, status="grading", started_at=time.time())
         log(self.out, f"grading {name}")
 
     # --- results ----------------------------------------------------------------------------------------------
     def harvest(self, client: Client) -> None:
+        """Act on each finished grading task's outcome, and stop each that ran past task_timeout_s."""
         for future in [f for f in self.in_flight if f.done()]:
             name, _, found, fingerprint = self.in_flight.pop(future)
-            try:
-                result = future.result()
-            except engine.KilledWorker as error:
-                self.fail(name, found, fingerprint, f"Grading this submission stopped the grader's worker process "
-                          f"{error.allowed_failures + 1} times (a crash, or more memory than a submission may use): "
-                          "it was not graded and counts as 0 for now.")
-                continue
-            except Exception as error:  # the grader's own code failed: the environment's fault, never a 0
-                self.pause(client, name, f"the grader failed on a worker ({type(error).__name__}: {error})")
-                continue
-            if not task.is_plain_result(result):
-                self.pause(client, name, "a grading task returned something that is not plain data")
-            elif result.canary:
-                self.pause(client, name, f"{result.canary} (worker on {result.host}, process {result.pid})")
-            elif result.environment:
-                self.pause(client, name, "; ".join(f"{nb}: {why}" for nb, why in sorted(result.environment.items())))
-            else:
-                try:
-                    self.write(name, found, fingerprint, result)
-                except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
-                    self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
+            self.act(client, name, found, fingerprint, outcome.of_future(future, found.gradable))
         for future, (name, started, found, fingerprint) in list(self.in_flight.items()):
             if time.monotonic() - started > self.limits.task_timeout_s:
                 del self.in_flight[future]
                 self.restart_worker(client, future)
-                self.fail(name, found, fingerprint, f"Grading this submission took longer than "
-                          f"{self.limits.task_timeout_s} s, so it was stopped: it was not graded and counts as 0 for "
-                          "now. Look for a loop that never ends or a call that waits forever.")
+                self.act(client, name, found, fingerprint,
+                         outcome.classify(found.gradable, timed_out_after_s=self.limits.task_timeout_s))
+
+    def act(self, client: Client, name: str, found: Diagnosis, fingerprint: str, done: Outcome) -> None:
+        """The service's action for each kind of outcome (perfaudit/grade/outcome.py's table): graded, written and
+        released; zero, written and told; not graded or stop, the environment's fault: grading pauses."""
+        if done.kind is Kind.ZERO:
+            self.fail(name, found, fingerprint, done.said)
+        elif done.kind is Kind.GRADED:
+            try:
+                self.write(name, found, fingerprint, done.result)
+            except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
+                self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
+        else:  # never a 0: the grader or its environment failed
+            self.pause(client, name, done.said)
 
     def restart_worker(self, client: Client, future: Future) -> None:
         """The worker grading a task that hangs: restarted, so it takes the next submission."""
@@ -239,7 +228,7 @@ class Service:
         """The batch's one writer (gradebook, autograded/, feedback/, the record, the batch state), then the release."""
         student = self.ledger.submissions[name]["student"]
         with gradebook.opened(self.url, self.course_id) as course_gb:
-            writer = ResultWriter(course_gb, self.coursedir, ASSIGNMENT, self.batch_state, self.recorder)
+            writer = ResultWriter(course_gb, self.coursedir, ASSIGNMENT, self.batch_state, self.session.recorder)
             failures = {nb: failure for nb in found.gradable} if failure and not result else None
             reasons = writer.write(student, found, fingerprint, result, failures, graded_by="perfaudit.serve")
             scores = gradebook.scores(course_gb, ASSIGNMENT)[student]
@@ -296,19 +285,6 @@ class Service:
             self.ledger.update(other, status="queued")
         self.in_flight.clear()
 
-    def make_recorder(self, client: Client, spec: dict[str, Any]) -> records.Recorder:
-        """The record behind each grade, as the batch command makes it: the same limits, sandbox, tests, versions."""
-        config = course_config(self.course_dir, self.settings)
-        limits = SandboxLimits(config=config)
-        if self.scheduler:  # the workers' sandboxes, as the batch command reads them
-            values = {name: getattr(limits, name) for name in limits.trait_names(config=True)}
-            line = "; ".join(sorted({said for _, said in client.run(task.sandbox_status, values).values()}))
-        else:
-            line = sandbox.status(limits)
-        with gradebook.opened(self.url, self.course_id) as course_gb:
-            return records.recorder(self.autograded, spec, course_gb, self.coursedir.source_directory, limits, line,
-                                    config)
-
     # --- the loop ---------------------------------------------------------------------------------------------
     def run(self, until_idle: bool = False) -> None:
         """Serve until SIGTERM or SIGINT (or, with until_idle, until nothing is queued or grading)."""
@@ -316,12 +292,10 @@ class Service:
             signal.signal(sig, lambda *_: setattr(self, "stopping", True))
         if not self.scheduler:
             sandbox.require()
-        venv_first_on_path()
+        prepare_this_process()
         found = self.preflight()
         if found:
             raise CannotStart(readiness.one_line(pwd.getpwuid(os.geteuid()).pw_name, found))
-        # nbgrader's own submission bookkeeping warns about its session on every new submission: not ours to fix.
-        warnings.filterwarnings("ignore", category=SAWarning, module="nbgrader")
         interrupted = self.ledger.in_state("grading")
         for name in interrupted:  # the service stopped while grading it: nothing of it was written
             self.ledger.update(name, status="queued")
@@ -331,23 +305,22 @@ class Service:
             self.ledger.save()
         # As the batch does: a gradebook without the assignment (a fresh course: make release writes none) records it
         # from source/ first, instead of failing on every submission.
-        source = self.course_dir / self.coursedir.source_directory / ASSIGNMENT
-        self.expected, _ = run.recorded_assignment(self.course_dir, self.url, self.course_id, source, self.out)
-        with tempfile.TemporaryDirectory(prefix="perfaudit-serve-") as scratch:
-            gradebook.make_template(self.url, Path(scratch) / "template.db", self.course_id)
-            spec = task.definition(self.course_dir, ASSIGNMENT, self.expected, Path(scratch) / "template.db")
-        with engine.cluster(self.scheduler, self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
+        session = self.session
+        session.expected, _ = run.recorded_assignment(self.course_dir, self.url, self.course_id, session.source,
+                                                      self.out)
+        session.make_definition()
+        with session.cluster(self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
             self.client = client
-            self.recorder = self.make_recorder(client, spec)
+            session.sandbox_of_workers()  # a cluster's worker without a sandbox refuses: the service does not start
+            session.start_recording()
             log(self.out, f"serving {self.exchange / 'inbound'}; grading on: {engine.describe(client)}; "
                           f"{interrupted and f'{len(interrupted)} interrupted grading(s) queued again; ' or ''}"
                           f"limit: {self.limits.graded_per_window} graded per {self.limits.window_hours:g} h")
-            definition = client.submit(task.hold, spec, key=f"definition-{spec['digest'][:16]}", pure=False)
             slots = sum(client.nthreads().values())
             while not self.stopping:
                 self.notice()
                 self.harvest(client)
-                self.dispatch(client, definition, slots)  # after harvest: a pause tells the queued students at once
+                self.dispatch(client, slots)  # after harvest: a pause tells the queued students at once
                 if until_idle and not self.ledger.in_state("queued", "grading") and not self.in_flight:
                     break
                 if until_idle and self.ledger.paused and not self.in_flight:
