@@ -395,7 +395,7 @@ def _grade(options: Options, session: GradingSession, todo: dict[str, tuple[Diag
             if found.gradable:
                 jobs[student] = found.gradable
             else:
-                results.write(student, found, print_, against=batch.against)
+                results.write_result(student, found, print_, against=batch.against)
                 _finish(student, batch, progress, 0)
         if not jobs:
             return
@@ -453,7 +453,7 @@ def _run_tasks(session: GradingSession, jobs: dict[str, list[str]], feedback: bo
         elif done.kind is Kind.NOT_GRADED:
             writer.not_graded(student, done.whys, done.result)
         else:
-            writer.write(done.result, jobs[student])
+            writer.graded(done.result, jobs[student])
         future.release()
         following = submit_next()
         if following is not None:
@@ -474,7 +474,7 @@ class _Writer:
 
     def zero(self, student: str, failures: dict[str, str]) -> None:
         """Grading this student failed ({notebook: why}): 0 with the reasons; the others go on."""
-        self.results.write(student, *self.todo[student], failures=failures, against=self.batch.against)
+        self.results.write_result(student, *self.todo[student], failures=failures, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0)
 
     def not_graded(self, student: str, whys: dict[str, str], result: task.GradingResult | None = None) -> None:
@@ -485,11 +485,11 @@ class _Writer:
         self.batch.environment[student] = [f"{nb}: {why}" for nb, why in whys.items()]
         self.progress.step(0)
 
-    def write(self, result: task.GradingResult | None, notebooks: list[str]) -> None:
+    def graded(self, result: task.GradingResult | None, notebooks: list[str]) -> None:
         assert result is not None, "a graded outcome holds its result"
         self._count(result)
         student = result.student
-        self.results.write(student, *self.todo[student], result, against=self.batch.against)
+        self.results.write_result(student, *self.todo[student], result, against=self.batch.against)
         _finish(student, self.batch, self.progress, 0 if result.results is None else len(notebooks))
 
     def _count(self, result: task.GradingResult) -> None:

@@ -33,8 +33,9 @@ class ResultWriter:
     def folder(self, kind: str, student: str) -> Path:
         return Path(self.coursedir.format_path(kind, student, self.assignment))
 
-    def write(self, student: str, diagnosis: Diagnosis, fingerprint: str, result: task.GradingResult | None = None,
-              failures: dict[str, str] | None = None, **marks: Any) -> dict[str, list[str]]:
+    def write_result(self, student: str, diagnosis: Diagnosis, fingerprint: str,
+                     result: task.GradingResult | None = None, failures: dict[str, str] | None = None,
+                     **marks: Any) -> dict[str, list[str]]:
         """Write one student's grading; return {notebook: [reasons]}.
 
         diagnosis: what perfaudit/grade/diagnose.py found in the submission; fingerprint: of the files graded;

@@ -171,7 +171,7 @@ class Service:
         student, submitted = self.collect(name)
         found = diagnose.diagnose(submitted, self.session.expected, self.coursedir.ignore)
         if not found.gradable:
-            self.write(name, found, run.fingerprint(submitted, self.coursedir.ignore), None)
+            self.write_and_release(name, found, run.fingerprint(submitted, self.coursedir.ignore), None)
             return
         files = task.submitted_files(submitted, self.coursedir.ignore)
         future = self.session.submit(student, files, found.gradable, True, key_prefix="serve")
@@ -199,7 +199,7 @@ class Service:
             self.fail(name, found, fingerprint, done.said)
         elif done.kind is Kind.GRADED:
             try:
-                self.write(name, found, fingerprint, done.result)
+                self.write_and_release(name, found, fingerprint, done.result)
             except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
                 self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
         else:  # never a 0: the grader or its environment failed
@@ -219,18 +219,18 @@ class Service:
         """The submission crashed or hung its worker: 0 with the reason, told to the student; the service goes on."""
         log(self.out, f"FAILED {name}: {why}")
         try:
-            self.write(name, found, fingerprint, None, why)
+            self.write_and_release(name, found, fingerprint, None, why)
         except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
             self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
 
-    def write(self, name: str, found: Diagnosis, fingerprint: str, result: task.GradingResult | None,
-              failure: str | None = None) -> None:
+    def write_and_release(self, name: str, found: Diagnosis, fingerprint: str, result: task.GradingResult | None,
+                          failure: str | None = None) -> None:
         """The batch's one writer (gradebook, autograded/, feedback/, the record, the batch state), then the release."""
         student = self.ledger.submissions[name]["student"]
         with gradebook.opened(self.url, self.course_id) as course_gb:
             writer = ResultWriter(course_gb, self.coursedir, ASSIGNMENT, self.batch_state, self.session.recorder)
             failures = {nb: failure for nb in found.gradable} if failure and not result else None
-            reasons = writer.write(student, found, fingerprint, result, failures, graded_by="perfaudit.serve")
+            reasons = writer.write_result(student, found, fingerprint, result, failures, graded_by="perfaudit.serve")
             scores = gradebook.scores(course_gb, ASSIGNMENT)[student]
         record = self.ledger.submissions[name]
         pages = result.feedback if result else {}

@@ -188,7 +188,7 @@ class Results:
     def __init__(self):
         self.written = []
 
-    def write(self, student, *args, **kwargs):
+    def write_result(self, student, *args, **kwargs):
         self.written.append((student, kwargs.get("failures")))
 
 
@@ -214,7 +214,8 @@ def service_does(client, function):
     done = []
     stand_in = SimpleNamespace(in_flight={}, limits=SimpleNamespace(task_timeout_s=600), out=io.StringIO(),
                                client=client, ledger=SimpleNamespace(submissions={"ada+1": {"student": "ada"}}))
-    stand_in.write = lambda name, found, fingerprint, result, failure=None: done.append("fail" if failure else "write")
+    stand_in.write_and_release = lambda name, found, fingerprint, result, failure=None: done.append(
+        "fail" if failure else "write")
     stand_in.pause = lambda client, name, why: done.append("pause")
     for method in ("harvest", "act", "fail"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
@@ -254,7 +255,7 @@ def test_a_task_past_the_service_s_time_is_stopped_and_its_student_told(client):
     done, restarted = [], []
     stand_in = SimpleNamespace(in_flight={}, limits=SimpleNamespace(task_timeout_s=0), out=io.StringIO(),
                                client=client, ledger=SimpleNamespace(submissions={"ada+1": {"student": "ada"}}))
-    stand_in.write = lambda name, found, fingerprint, result, failure=None: done.append(failure)
+    stand_in.write_and_release = lambda name, found, fingerprint, result, failure=None: done.append(failure)
     stand_in.restart_worker = lambda client, future: restarted.append(future)
     for method in ("harvest", "act", "fail"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))

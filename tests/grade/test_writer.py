@@ -40,7 +40,7 @@ def test_a_graded_student_s_scores_pages_record_and_state_are_written(course, tm
     result = _result(results=results, failures={"02": "nbgrader failed"}, feedback_failure="no page",
                      autograded={"01.ipynb": b"graded"}, feedback={"01.html": b"page"})
     diagnosis = Diagnosis(gradable=["01"], reasons={"02": ["two cells share an id"]}, withheld=["03"])
-    reasons = write.write("ann", diagnosis, "f1", result, failures={"01": "too slow"}, graded_by="batch")
+    reasons = write.write_result("ann", diagnosis, "f1", result, failures={"01": "too slow"}, graded_by="batch")
     assert reasons == {"02": ["two cells share an id", "nbgrader failed"], "01": ["too slow"]}
     assert diagnosis.reasons == {"02": ["two cells share an id"]}  # the diagnosis is left as it was
     assert steps == [("apply_submission", A, "ann", results), ("withhold", A, "ann", ["03"])]
@@ -58,11 +58,11 @@ def test_a_student_with_nothing_graded_gets_a_0_and_the_reasons(course, tmp_path
     page = tmp_path / "feedback" / "ann" / A / "01.html"
     page.parent.mkdir(parents=True)
     page.write_text("an earlier page")
-    reasons = write.write("ann", Diagnosis(reasons={"01": ["missing: no 01.ipynb"]}), "f2",
+    reasons = write.write_result("ann", Diagnosis(reasons={"01": ["missing: no 01.ipynb"]}), "f2",
                           _result(failures={"01": "not run"}))
     assert reasons == {"01": ["missing: no 01.ipynb", "not run"]}
     assert steps == [("record_empty", A, "ann"), ("withhold", A, "ann", [])] and recorded == []
     assert not page.exists()
     assert write.state.record("ann")["reasons"] == reasons and "feedback_failure" not in write.state.record("ann")
-    assert write.write("ann", Diagnosis(), "f3") == {}
+    assert write.write_result("ann", Diagnosis(), "f3") == {}
     assert steps[-2:] == [("record_empty", A, "ann"), ("withhold", A, "ann", [])]
