@@ -14,13 +14,12 @@ import hashlib
 import os
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from distributed import as_completed
 from nbgrader.coursedir import CourseDirectory
@@ -29,12 +28,11 @@ from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.autograde.plugins import canary, envrecord, submission
 from perfaudit.bookkeeping import statefolder, versions
-from perfaudit.bookkeeping.coursedir import nbgrader, remove_tree
+from perfaudit.bookkeeping.coursedir import remove_tree
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, outcome,
                              regrade, summary, task)
 from perfaudit.grade import refused as refusals
 from perfaudit.grade.classdata import ClassData
-from perfaudit.grade.definition import out_of_step
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.errors import NothingToGrade
 from perfaudit.grade.outcome import Kind
@@ -140,52 +138,6 @@ NEXT = ("\nNext: review or change grades in Formgrader, then `make feedback` (fe
 
 
 
-def _expected_ids(course_gb):
-    return {nb.name: [c.name for c in nb.source_cells] for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
-
-
-class Output(Protocol):
-    """Where a grading command's lines go: a terminal, a StringIO, or a terminal and a log file together."""
-
-    def write(self, text: str, /) -> int: ...
-
-    def flush(self) -> None: ...
-
-
-def recorded_assignment(course_dir: Path, url: str, course_id: str, source: Path,
-                        out: Output) -> tuple[dict[str, list[str]], datetime | None]:
-    """({notebook: grade ids}, due date or None) from the gradebook. A gradebook without the assignment (the first
-    grading after `make release`, which writes no gradebook) gets it from source/, as nbgrader generate_assignment
-    records it, into a scratch release: the class's notebooks/ is left as it is. So does a gradebook whose tests or
-    points differ from source/ (a hidden test edited, then `make release`): nobody is graded, or graded again,
-    against tests source/ no longer has (perfaudit/grade/definition.py). The grading service starts with it too."""
-    with gradebook.opened(url, course_id) as course_gb:
-        missing = not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments)
-        changed = [] if missing else out_of_step(course_gb.find_assignment(ASSIGNMENT), source)
-    if missing or changed:
-        with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
-            try:
-                nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={url}",
-                         f"--CourseDirectory.release_directory={scratch}", course_dir=course_dir)
-            except RuntimeError as refusal:
-                if not changed:
-                    raise
-                said = [line for line in str(refusal).splitlines() if "Cannot" in line] or [str(refusal)]
-                raise NothingToGrade(f"source/ differs from the assignment the gradebook holds ({'; '.join(changed)}) "
-                                     f"and nbgrader would not record it again: {said[0].strip()}. Once it holds "
-                                     "submissions, nbgrader takes a cell's new code or points, never a cell added or "
-                                     "removed: put those cells back and run again. Nothing was graded.") from refusal
-    if missing:
-        print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
-              "generate_assignment; notebooks/ untouched).", file=out)
-    elif changed:
-        print(f"source/ changed since the gradebook recorded '{ASSIGNMENT}' ({'; '.join(changed)}): recorded it again "
-              "from source/ (nbgrader generate_assignment; notebooks/ untouched); grades made before are graded "
-              "again.", file=out)
-    with gradebook.opened(url, course_id) as course_gb:
-        return _expected_ids(course_gb), course_gb.find_assignment(ASSIGNMENT).duedate
-
-
 def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     """Grade every submission in the course directory; print the summary; return the Batch.
 
@@ -197,8 +149,7 @@ def run(options: Options, out: TextIO = sys.stdout) -> Batch:
     _refuse_early(options)
     prepare_this_process()
     session = GradingSession(options.course_dir, _settings(options), options.db_url, options.scheduler)
-    session.expected, due = recorded_assignment(session.course_dir, session.url, session.course_id, session.source,
-                                                 out)
+    due = session.record_assignment(out)
     resubmitted = _intake(options, session, due, out)
     state = statefolder.State(session.autograded)
     batch = _setting(options, session, out)

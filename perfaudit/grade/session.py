@@ -1,11 +1,12 @@
 """One grading session: what the batch (run.py) and the service (perfaudit/serve/service.py) both set up to grade.
 
 A session holds the course's configuration and directory with the run's settings on top, the sandbox limits, the
-assignment's grade ids, its definition (perfaudit/grade/task.py's, from a template gradebook made in a scratch
-folder), the Dask cluster (perfaudit/grade/engine.py) with the definition held on it, the record behind every
-grade (perfaudit/grade/records.py) and the line saying how student code runs: here, or on each of a cluster's
-workers, where a worker without a sandbox refuses grading. Each grading task goes through `submit`, so the batch and
-the service grade a student the same way; what a finished task means is perfaudit/grade/outcome.py's to say.
+assignment's grade ids (recorded from source/ first where the gradebook lacks them), its definition
+(perfaudit/grade/task.py's, from a template gradebook made in a scratch folder), the Dask cluster
+(perfaudit/grade/engine.py) with the definition held on it, the record behind every grade
+(perfaudit/grade/records.py) and the line saying how student code runs: here, or on each of a cluster's workers,
+where a worker without a sandbox refuses grading. Each grading task goes through `submit`, so the batch and the
+service grade a student the same way; what a finished task means is perfaudit/grade/outcome.py's to say.
 """
 
 import tempfile
@@ -13,8 +14,9 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from distributed import Client, Future
 from nbgrader.coursedir import CourseDirectory
@@ -24,11 +26,21 @@ from traitlets.config import Config
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.bookkeeping.coursedir import course_config, venv_first_on_path
+from perfaudit.bookkeeping.coursedir import course_config, nbgrader, venv_first_on_path
 from perfaudit.grade import engine, gradebook, records, task
+from perfaudit.grade.definition import out_of_step
+from perfaudit.grade.errors import NothingToGrade
 
 if TYPE_CHECKING:
     from nbgrader.api import Gradebook
+
+
+class Output(Protocol):
+    """Where a grading command's lines go: a terminal, a StringIO, or a terminal and a log file together."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
 
 
 def prepare_this_process() -> None:
@@ -69,13 +81,49 @@ class GradingSession:
         self.submitted = Path(self.coursedir.format_path(self.coursedir.submitted_directory, ".", ".")).resolve()
         self.source = self.course_dir / self.coursedir.source_directory / ASSIGNMENT
         self.limits = SandboxLimits(config=self.task_config())
-        self.expected: dict[str, list[str]] = {}  # {notebook: grade ids}: run.recorded_assignment's
+        self.expected: dict[str, list[str]] = {}  # {notebook: grade ids}: record_assignment's
         self.spec: dict[str, Any] | None = None  # the definition, once made
         self.sandbox = ""  # how student code runs: sandbox.status() here, or the workers' once connected
         self.sandbox_checked = False  # sandbox_of_workers() ran: no task is submitted before
         self.client: Client | None = None  # while the cluster runs
         self.definition_future: Future | None = None  # the definition, held on the cluster while it runs
         self.recorder: records.Recorder | None = None  # the record behind each grade, once the definition is made
+
+    def record_assignment(self, out: Output) -> datetime | None:
+        """expected ({notebook: grade ids}) read from the gradebook; returns the due date, or None. A gradebook without
+        the assignment (the first grading after `make release`, which writes no gradebook) gets it from source/, as
+        nbgrader generate_assignment records it, into a scratch release: the class's notebooks/ is left as it is. So
+        does a gradebook whose tests or points differ from source/ (a hidden test edited, then `make release`): nobody
+        is graded, or graded again, against tests source/ no longer has (perfaudit/grade/definition.py). The batch and
+        the service both start with it."""
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            missing = not any(a.name == ASSIGNMENT and a.notebooks for a in course_gb.assignments)
+            changed = [] if missing else out_of_step(course_gb.find_assignment(ASSIGNMENT), self.source)
+        if missing or changed:
+            with tempfile.TemporaryDirectory(prefix="perfaudit-release-") as scratch:
+                try:
+                    nbgrader("generate_assignment", ASSIGNMENT, "--force", f"--db={self.url}",
+                             f"--CourseDirectory.release_directory={scratch}", course_dir=self.course_dir)
+                except RuntimeError as refusal:
+                    if not changed:
+                        raise
+                    said = [line for line in str(refusal).splitlines() if "Cannot" in line] or [str(refusal)]
+                    raise NothingToGrade(f"source/ differs from the assignment the gradebook holds "
+                                         f"({'; '.join(changed)}) and nbgrader would not record it again: "
+                                         f"{said[0].strip()}. Once it holds submissions, nbgrader takes a cell's new "
+                                         "code or points, never a cell added or removed: put those cells back and run "
+                                         "again. Nothing was graded.") from refusal
+        if missing:
+            print(f"The gradebook had no assignment '{ASSIGNMENT}': recorded it from source/ (nbgrader "
+                  "generate_assignment; notebooks/ untouched).", file=out)
+        elif changed:
+            print(f"source/ changed since the gradebook recorded '{ASSIGNMENT}' ({'; '.join(changed)}): recorded it "
+                  "again from source/ (nbgrader generate_assignment; notebooks/ untouched); grades made before are "
+                  "graded again.", file=out)
+        with gradebook.opened(self.url, self.course_id) as course_gb:
+            self.expected = {nb.name: [cell.name for cell in nb.source_cells]
+                             for nb in course_gb.find_assignment(ASSIGNMENT).notebooks}
+            return course_gb.find_assignment(ASSIGNMENT).duedate
 
     def folder(self, kind: str, student: str) -> Path:
         """<course>/<kind>/<student>/<assignment> as nbgrader's CourseDirectory names it."""

@@ -34,8 +34,7 @@ from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
 from perfaudit.grade import diagnose, engine, gradebook, outcome, run, task
 from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.outcome import Kind, Outcome
-from perfaudit.grade.run import Output
-from perfaudit.grade.session import GradingSession, prepare_this_process
+from perfaudit.grade.session import GradingSession, Output, prepare_this_process
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes, readiness
 from perfaudit.serve.errors import CannotStart
@@ -306,8 +305,7 @@ class Service:
         # As the batch does: a gradebook without the assignment (a fresh course: make release writes none) records it
         # from source/ first, instead of failing on every submission.
         session = self.session
-        session.expected, _ = run.recorded_assignment(self.course_dir, self.url, self.course_id, session.source,
-                                                      self.out)
+        session.record_assignment(self.out)
         session.make_definition()
         with session.cluster(self.workers, log=self.batch_state.dir / "serve-workers.log") as client:
             self.client = client

@@ -15,7 +15,7 @@ from courses import generate_course
 
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
-from perfaudit.grade import records, run
+from perfaudit.grade import records
 from perfaudit.grade.session import GradingSession, workers_sandbox
 from perfaudit.serve.service import Service
 
@@ -28,7 +28,7 @@ def course(tmp_path_factory):
 @pytest.fixture
 def session(course):
     made = GradingSession(course, {"SandboxLimits.memory_mb": 1234})
-    made.expected, _ = run.recorded_assignment(made.course_dir, made.url, made.course_id, made.source, io.StringIO())
+    made.record_assignment(io.StringIO())
     return made
 
 
