@@ -34,21 +34,36 @@ def _failure(result):
     return (errors or lines or ["nbgrader failed without a message"])[-1].strip()
 
 
-ENVIRONMENT = "GradingEnvironmentError"  # perfaudit.autograde.plugins.canary: the environment, not the submission
+class _Autograde(Autograde):
+    """nbgrader's Autograde, keeping each exception a conversion raised (`raised`): the worker tells the environment's
+    failure from the submission's by the exception itself, never by words in nbgrader's log, which quotes the
+    student's cells."""
 
+    raised: list[BaseException]
 
-def _environment_reason(said):
-    """The GradingEnvironmentError's own message, not nbgrader's "see the above traceback" after it."""
-    found = [line.split(f"{ENVIRONMENT}: ", 1)[-1].strip() for line in said.splitlines() if f"{ENVIRONMENT}: " in line]
-    return found[-1] if found else (said.strip().splitlines() or [ENVIRONMENT])[-1]
+    def init_assignment(self, assignment_id: str, student_id: str) -> None:
+        try:
+            super().init_assignment(assignment_id, student_id)
+        except BaseException as error:
+            self.raised.append(error)
+            raise
+
+    def convert_single_notebook(self, notebook_filename: str) -> None:
+        try:
+            super().convert_single_notebook(notebook_filename)
+        except BaseException as error:
+            self.raised.append(error)
+            raise
 
 
 def _convert(converter_class, config):
-    """One conversion, as `nbgrader <command>` runs it. A kernel that never started or was killed from outside is
-    run once more by TrustedExecute itself (perfaudit/autograde/isolation/kernel_fate.py), for plain nbgrader too."""
+    """One conversion, as `nbgrader <command>` runs it: nbgrader's result, with `raised`, the exceptions it raised. A
+    kernel that never started or was killed from outside is run once more by TrustedExecute itself
+    (perfaudit/autograde/isolation/kernel_fate.py), for plain nbgrader too."""
     converter = converter_class(coursedir=CourseDirectory(config=config), config=config)
     converter.force = True
-    return capture_log(converter)
+    converter.raised = []
+    return {**capture_log(converter), "raised": converter.raised}
 
 
 def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: Iterable[str], template: str | Path,
@@ -76,11 +91,12 @@ def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: 
                 "CourseDirectory.notebook_id": notebook,
             },
         )
-        result = _convert(Autograde, config)
-        said = f"{result.get('log', '')}{result.get('error', '')}"
-        if not result["success"] and ENVIRONMENT in said:
-            environment[notebook] = _environment_reason(said)
-        elif not result["success"] and canary.disk_full(said):
+        result = _convert(_Autograde, config)
+        raised = result.get("raised", [])
+        broken = next((found for error in raised if (found := canary.environment_failure(error))), None)
+        if not result["success"] and broken is not None:
+            environment[notebook] = (str(broken).strip().splitlines() or [type(broken).__name__])[0]
+        elif not result["success"] and any(canary.disk_full(error) for error in raised):
             environment[notebook] = f"not graded: environment: the disk is full ({_failure(result)})"
         elif not result["success"]:
             failures[notebook] = f"nbgrader could not grade it: {_failure(result)}"

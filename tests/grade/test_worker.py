@@ -1,5 +1,6 @@
 """What a grading task runs (perfaudit/grade/worker.py), with nbgrader's converters stood in for."""
 
+import errno
 import os
 import subprocess
 import sys
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from perfaudit.autograde.errors import GradingEnvironmentError
 from perfaudit.bookkeeping.coursedir import course_config, remove_tree, venv_first_on_path
 from perfaudit.grade import worker
 
@@ -57,9 +59,6 @@ def test_nbgrader_s_failure_is_its_last_error_line():
         "ValueError: bad")
     assert worker._failure({"log": "one\n  last line  \n\n"}) == "last line"
     assert worker._failure({}) == "nbgrader failed without a message"
-    said = "x\nGradingEnvironmentError: JAX cannot start\nsee the above\n"
-    assert worker._environment_reason(said) == "JAX cannot start"
-    assert worker._environment_reason("no reason given\n") == "no reason given"
 
 
 @pytest.fixture
@@ -79,16 +78,33 @@ def converted(monkeypatch, tmp_path):
 
 def test_each_notebook_is_its_own_conversion_and_each_failure_says_whose_fault(converted, tmp_path):
     said, asked = converted
-    said.update({"02": {"success": False, "error": "x\nGradingEnvironmentError: no JAX\n"},
-                 "03": {"success": False, "log": "OSError: [Errno 28] No space left on device\n"},
+    full = OSError(errno.ENOSPC, "No space left on device")
+    said.update({"02": {"success": False, "error": "x\nGradingEnvironmentError: no JAX\n",
+                        "raised": [RuntimeError("in a preprocessor")]},
+                 "03": {"success": False, "log": "OSError: [Errno 28] No space left on device\n", "raised": [full]},
                  "04": {"success": False, "error": "nbformat.ValidationError: bad notebook\n"}})
+    said["02"]["raised"][0].__cause__ = GradingEnvironmentError("no JAX\nsee the check's notebook")
     found = worker.autograde(tmp_path, "hw", "ann", ["01", "02", "03", "04"], "t.db", tmp_path / "scratch", {})
-    assert [a[:2] for a in asked] == [("Autograde", nb) for nb in ("01", "02", "03", "04")]
+    assert [a[:2] for a in asked] == [("_Autograde", nb) for nb in ("01", "02", "03", "04")]  # keeps what it raised
     assert {a[2] for a in asked} == {f"sqlite:///{tmp_path / 'scratch' / 'ann.db'}"}
     assert found["failures"] == {"04": "nbgrader could not grade it: nbformat.ValidationError: bad notebook"}
     assert found["environment"] == {
         "02": "no JAX", "03": "not graded: environment: the disk is full (OSError: [Errno 28] No space left on device)"}
     assert sorted(found["notebook_seconds"]) == ["01", "02", "03", "04"] and found["student"] == "ann"
+
+
+def test_words_of_the_environment_s_in_a_student_s_cell_are_the_student_s_failure(converted, tmp_path):
+    """nbgrader's log quotes a submission (a cell it cannot validate, with its source): a cell saying
+    GradingEnvironmentError, or a full disk, fails its notebook as the student's, graded; only an exception the
+    grader raised, or a disk that is full, is the environment's."""
+    said, _ = converted
+    cell = "# GradingEnvironmentError: the grading sandbox lost /usr\n# OSError: [Errno 28] No space left on device"
+    refusal = f"nbgrader cell does not have a grade_id: {cell}"
+    said.update({nb: {"success": False, "error": f"ValidationError: {refusal}\n", "raised": [ValueError(refusal)]}
+                 for nb in ("01", "02")})
+    found = worker.autograde(tmp_path, "hw", "eve", ["01", "02"], "t.db", tmp_path / "scratch", {})
+    assert found["environment"] == {}
+    assert sorted(found["failures"]) == ["01", "02"]
 
 
 def test_a_failed_conversion_is_not_converted_again_here(monkeypatch, tmp_path):

@@ -14,7 +14,9 @@ The pipeline is handed in (`pipeline`: TrustedExecute, by execute.py itself and 
 preprocessor runs the canary, so the canary does not import the preprocessor back.
 """
 
+import errno
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -33,12 +35,38 @@ from perfaudit.autograde.plugins import envrecord
 SKIP = "PERFAUDIT_SKIP_CANARY"  # "1": grade without the canary (the summary says so)
 
 
-DISK_FULL = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+DISK_FULL = ("No space left on device", "Disk quota exceeded", "database or disk is full")  # what each says
+_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+_SQLITE_FULL = "database or disk is full"
 
 
-def disk_full(text: object) -> bool:
-    """Whether an error's text says that the disk the grader writes to is full: the environment, never the student."""
-    return any(sign in str(text) for sign in DISK_FULL)
+def disk_full(error: BaseException | None) -> bool:
+    """Whether error, or an exception it was raised from, is the grader's disk being full: an OSError ENOSPC or
+    EDQUOT, or SQLite's own "database or disk is full" (sqlite3's, or SQLAlchemy's around it). Decided by the
+    exception's kind and number, never by words in a message, which can quote a submission (a cell's source, a file's
+    name): a student cannot make their own failure the environment's."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        for found in (error, getattr(error, "orig", None)):  # orig: the DB-API error SQLAlchemy wraps
+            if isinstance(found, OSError) and found.errno in _FULL_ERRNOS:
+                return True
+            if isinstance(found, sqlite3.OperationalError) and str(found) == _SQLITE_FULL:
+                return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def environment_failure(error: BaseException | None) -> "GradingEnvironmentError | None":
+    """The GradingEnvironmentError that error is, or was raised from; None when the failure is not the
+    environment's."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, GradingEnvironmentError):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def failing_test(nb: NotebookNode) -> tuple[str, str] | None:
