@@ -18,10 +18,12 @@ STAGES = {
     5: "05-audit.ipynb",
 }
 
-# The course package's folders that hold answers: the answer key, and the fixtures (their samples and catalog hold
-# solutions as text). A sandboxed kernel sees them as empty folders (perfaudit/autograde/isolation/sandbox.py); on a
-# hub, students' accounts cannot read them (perfaudit/hub/exchange.py).
-ANSWER_FOLDERS = ("answer_key", "fixtures")
+# The course package's folders that hold answers: the answer key, the fixtures (their samples and catalog hold
+# solutions as text) and instructor/, where the answer key lived until it had a folder of its own: a checkout
+# upgraded in place keeps its compiled bytecode there (__pycache__/answers.*.pyc), readable as data without the
+# source. A sandboxed kernel sees them as empty folders (perfaudit/autograde/isolation/sandbox.py); on a hub,
+# students' accounts cannot read them (perfaudit/hub/exchange.py).
+ANSWER_FOLDERS = ("answer_key", "instructor", "fixtures")
 
 # Stages 3 and 4 write report.json and workload.jaxpr.txt here (relative to the notebook's folder).
 EVIDENCE_ENV = "PERFAUDIT_EVIDENCE_DIR"

@@ -23,7 +23,8 @@ def test_prepare_gives_nbgrader_modes_and_loosened_names_a_changed_one(tmp_path)
 
 
 def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
-    for folder in ("source", "submitted", "notebooks", "perfaudit/fixtures", "perfaudit/answer_key", "perfaudit/checks",
+    for folder in ("source", "submitted", "notebooks", "perfaudit/fixtures", "perfaudit/answer_key",
+                   "perfaudit/instructor", "perfaudit/checks",
                    "perfaudit/autograde", ".git", "tests", ".venv/bin", ".hub/accounts-python"):
         (tmp_path / folder).mkdir(parents=True)
         (tmp_path / folder).chmod(0o755)
@@ -34,9 +35,9 @@ def test_protect_takes_other_accounts_off_instructor_only_paths(tmp_path):
     exchange.protect(tmp_path)
     assert mode(tmp_path) == "0o751"  # others search it for the venv and the package, never list it
     assert {p: mode(tmp_path / p) for p in ("source", "submitted", "gradebook.db", "perfaudit/answer_key",
-                                            "perfaudit/fixtures", ".git")} == {
+                                            "perfaudit/instructor", "perfaudit/fixtures", ".git")} == {
         "source": "0o750", "submitted": "0o750", "gradebook.db": "0o640", "perfaudit/answer_key": "0o750",
-        "perfaudit/fixtures": "0o750", ".git": "0o750"}
+        "perfaudit/instructor": "0o750", "perfaudit/fixtures": "0o750", ".git": "0o750"}
     # anything else of the course too (the tests hold solutions as code): only what students' servers need is open
     assert {p: mode(tmp_path / p) for p in ("notebooks", "tests", "README.md", ".venv", ".hub")} == {
         "notebooks": "0o750", "tests": "0o750", "README.md": "0o640", ".venv": "0o755", ".hub": "0o755"}

@@ -120,6 +120,7 @@ def probes(tmp_path_factory):
         "    except OSError as e:\n        found[what] = type(e).__name__\nprint(json.dumps(found))",
         "answers": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'answer_key')!r}))",
         "fixtures": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'fixtures')!r}))",
+        "instructor": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'instructor')!r}))",
     }
     try:
         with environment(NBGRADER_EXECUTION="autograde"):  # as nbgrader sets it in its own process
@@ -150,6 +151,16 @@ def test_the_answer_key_s_folder_is_an_empty_folder(probes):
     assert (paths.ROOT / "perfaudit" / "answer_key" / "answers.py").is_file()
     results, _, _ = probes
     assert results["answers"].strip() == "[]"
+
+
+@needs_bubblewrap
+def test_the_answer_key_s_old_folder_is_an_empty_folder(probes):
+    """perfaudit/instructor/ held the answer key until it had a folder of its own: a checkout upgraded in place keeps
+    its compiled bytecode there (__pycache__/answers.*.pyc), which a cell could read as data. Inside the sandbox the
+    folder is empty, whatever it holds."""
+    assert (paths.ROOT / "perfaudit" / "instructor" / "demo.py").is_file()
+    results, _, _ = probes
+    assert results["instructor"].strip() == "[]"
 
 
 @needs_bubblewrap
