@@ -67,3 +67,22 @@ def test_a_busy_machine_in_two_rounds_of_three_fails_no_fixed_loop():
 
     hidden.check_fixed_traces(count_traces, fixed_on_a_busy_machine, handout.train_once)
     assert long_rounds == [audit_evidence.LONG_STEPS] * audit_evidence.ROUNDS
+
+
+def test_a_step_found_compiled_in_one_round_fails_no_fixed_loop():
+    """A fixed loop whose step is jitted once for the module finds it compiled in a later round: that round's one
+    step costs nothing next to the others. The loop it is measured against counts by its median, so that one round
+    does not make eight steps look like a retrace."""
+    one_step_rounds = []
+
+    def fixed_with_a_shared_cache(w, batches, lr0, jit=None):
+        if jit is not None:  # the trace counter's call: the real loop, counted
+            return fixed_train(w, batches, lr0, jit)
+        if len(batches) == 1:
+            one_step_rounds.append(1)
+        found_compiled = len(batches) == 1 and len(one_step_rounds) == 2
+        time.sleep(0.001 if found_compiled else COMPILE_S)
+        return np.asarray(w), [np.float32(0.0)] * len(batches)
+
+    hidden.check_fixed_traces(count_traces, fixed_with_a_shared_cache, handout.train_once)
+    assert len(one_step_rounds) == audit_evidence.ROUNDS
