@@ -18,7 +18,7 @@ import errno
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,33 +40,33 @@ _FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 _SQLITE_FULL = "database or disk is full"
 
 
+def _chain(error: BaseException | None) -> Iterator[BaseException]:
+    """error, then each exception it was raised from (its cause, else its context), each once."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
 def disk_full(error: BaseException | None) -> bool:
     """Whether error, or an exception it was raised from, is the grader's disk being full: an OSError ENOSPC or
     EDQUOT, or SQLite's own "database or disk is full" (sqlite3's, or SQLAlchemy's around it). Decided by the
     exception's kind and number, never by words in a message, which can quote a submission (a cell's source, a file's
     name): a student cannot make their own failure the environment's."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        for found in (error, getattr(error, "orig", None)):  # orig: the DB-API error SQLAlchemy wraps
+    for raised in _chain(error):
+        for found in (raised, getattr(raised, "orig", None)):  # orig: the DB-API error SQLAlchemy wraps
             if isinstance(found, OSError) and found.errno in _FULL_ERRNOS:
                 return True
             if isinstance(found, sqlite3.OperationalError) and str(found) == _SQLITE_FULL:
                 return True
-        error = error.__cause__ or error.__context__
     return False
 
 
 def environment_failure(error: BaseException | None) -> "GradingEnvironmentError | None":
     """The GradingEnvironmentError that error is, or was raised from; None when the failure is not the
     environment's."""
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, GradingEnvironmentError):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return None
+    return next((raised for raised in _chain(error) if isinstance(raised, GradingEnvironmentError)), None)
 
 
 def failing_test(nb: NotebookNode) -> tuple[str, str] | None:
