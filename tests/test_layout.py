@@ -135,6 +135,7 @@ NO_BEHAVIOUR = {
                      "perfaudit.hub.jupyterhub_config"],
                     "a configuration file that nbgrader or JupyterHub reads; tests/hub/test_hub.py runs the hub's"),
     "perfaudit.serve.settings": "traitlets with their defaults and help, no code",
+    "perfaudit.autograde.evidence.asks": "the words the instruments ask on the kernel's stdin, constants only",
     **dict.fromkeys(["perfaudit.autograde.errors", "perfaudit.grade.errors", "perfaudit.serve.errors"],
                     "exception classes, no code: the tests of the modules that raise them catch them"),
     "perfaudit.serve.__main__": "a thin entry point: arguments to Service (tests/serve/test_serve.py runs it)",
@@ -281,6 +282,44 @@ def test_an_import_back_up_into_a_driving_wing_is_found(tmp_path):
                for n in ("perfaudit/__init__.py", "perfaudit/grade/__init__.py", "perfaudit/grade/run.py",
                          "perfaudit/autograde/__init__.py", "perfaudit/autograde/isolation/kernel.py")}
     assert _arrows_up(modules) == ["perfaudit.autograde.isolation.kernel -> perfaudit.grade.run"]
+
+
+# Inside the grader's wing, imports run one way too: the plug-ins drive isolation/, wire/ and evidence/; isolation/
+# bounds the kernel's sockets by the wire's limits and imports no plug-in; wire/ carries the instruments of evidence/,
+# never the other way.
+AUTOGRADE_ORDER = {"evidence": 0, "wire": 1, "isolation": 2, "plugins": 3}
+
+
+def _autograde_arrows_back(modules):
+    def folder(name):
+        parts = name.split(".")
+        return parts[2] if len(parts) > 3 and parts[1] == "autograde" and parts[2] in AUTOGRADE_ORDER else None
+
+    back = []
+    for name, path in modules.items():
+        for imported in _imported(name, path, modules):
+            here, there = folder(name), folder(imported)
+            if here and there and AUTOGRADE_ORDER[there] > AUTOGRADE_ORDER[here]:
+                back.append(f"{name} -> {imported}")
+    return sorted(back)
+
+
+def test_inside_autograde_imports_run_one_way():
+    assert _autograde_arrows_back(_modules()) == []
+
+
+def test_an_import_back_inside_autograde_is_found(tmp_path):
+    names = ("perfaudit/__init__.py", "perfaudit/autograde/__init__.py", "perfaudit/autograde/evidence/__init__.py",
+             "perfaudit/autograde/evidence/instruments.py", "perfaudit/autograde/wire/__init__.py",
+             "perfaudit/autograde/wire/protocol.py")
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("from perfaudit.autograde.wire import protocol\n"
+                                     if name.endswith("instruments.py") else "")
+    modules = {".".join(Path(n).with_suffix("").parts[:-1] if n.endswith("__init__.py") else
+                        Path(n).with_suffix("").parts): tmp_path / n for n in names}
+    assert _autograde_arrows_back(modules) == [
+        "perfaudit.autograde.evidence.instruments -> perfaudit.autograde.wire.protocol"]
 
 
 def test_tests_hold_test_files_and_conftest_only_helpers_live_in_their_folder():

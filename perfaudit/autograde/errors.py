@@ -12,6 +12,11 @@ class SandboxUnavailable(RuntimeError):
     pass
 
 
+class BoundaryCrossed(RuntimeError):
+    """Student code left something where only the grader's kernel puts things (its socket folder, before the kernel
+    answered): the grader does not use that kernel, and the submission is graded as it is, with nothing run."""
+
+
 class WireError(ValueError):
     """What crossed the wire breaks the protocol (the message says how, for the student)."""
 

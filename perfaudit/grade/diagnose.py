@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfaudit.autograde.plugins import submission
+from perfaudit.autograde.isolation import submission
 from perfaudit.grade.escape import one_line
 
 

@@ -44,7 +44,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfaudit.autograde.plugins.submission import MAX_FILE_BYTES
+from perfaudit.autograde.isolation.submission import MAX_FILE_BYTES
 from perfaudit.grade import names
 from perfaudit.grade.errors import NotPlaced
 from perfaudit.grade.escape import one_line

@@ -26,7 +26,8 @@ from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import sandbox
-from perfaudit.autograde.plugins import canary, envrecord, submission
+from perfaudit.autograde.isolation import submission
+from perfaudit.autograde.plugins import canary, envrecord
 from perfaudit.bookkeeping import statefolder, versions
 from perfaudit.bookkeeping.coursedir import remove_tree
 from perfaudit.grade import (classreport, diagnose, engine, envcheck, gradebook, grades_csv, intake, names, outcome,

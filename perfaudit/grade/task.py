@@ -27,7 +27,8 @@ from nbgrader.api import MissingEntry
 
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.autograde.plugins import canary, submission
+from perfaudit.autograde.isolation import submission
+from perfaudit.autograde.plugins import canary
 from perfaudit.autograde.plugins.execute import TrustedExecute
 from perfaudit.bookkeeping.coursedir import course_config, course_directory, remove_tree, venv_first_on_path
 from perfaudit.grade import gradebook, records, worker

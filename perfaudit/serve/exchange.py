@@ -21,7 +21,7 @@ from nbgrader.exchange.default import Exchange
 from nbgrader.utils import notebook_hash, parse_utc
 from traitlets.config import Config
 
-from perfaudit.autograde.plugins import submission
+from perfaudit.autograde.isolation import submission
 from perfaudit.bookkeeping.coursedir import remove_tree
 from perfaudit.grade import task
 

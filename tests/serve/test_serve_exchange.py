@@ -11,7 +11,7 @@ from nbgrader.utils import notebook_hash
 from traitlets.config import Config
 
 from perfaudit import paths
-from perfaudit.autograde.plugins import submission
+from perfaudit.autograde.isolation import submission
 from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.grade import run, task
 from perfaudit.serve import exchange

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from nbgrader.coursedir import CourseDirectory
 
 from perfaudit import paths
-from perfaudit.autograde.plugins import submission
+from perfaudit.autograde.isolation import submission
 from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.serve import exchange, service
 from perfaudit.serve.ledger import Ledger

@@ -1,5 +1,6 @@
 """The grader's instruments for hidden tests: evidence made and measured by the grader, never taken on trust.
 
+asks.py        the words the instruments ask on the kernel's stdin (the wire carries them)
 instruments.py the grader's jit: calls timed by the grader's clock, per function, output and JAXPR read back
 products.py    a short fingerprint of what each ahead-of-time stage of JAX made (the grader's jit sends it)
 made_up.py     evidence made up at grading time for hidden tests, and the folders made for them

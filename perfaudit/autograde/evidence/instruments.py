@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from perfaudit.autograde.evidence import products
-from perfaudit.autograde.wire import protocol
+from perfaudit.autograde.evidence import asks
 from perfaudit.checks.held import HeldResult
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class GraderJit:
         received = time.perf_counter() if received is None else received
         kind, *rest = str(message).split(" ")
         rest = rest[1:]  # the jit's own number, by which the channel found this one
-        if kind == protocol.ASK_JIT and len(self.functions) < MAX_FUNCTIONS:
+        if kind == asks.ASK_JIT and len(self.functions) < MAX_FUNCTIONS:
             record = FunctionRecord(set(self.rng.choice(range(1, 6), size=int(self.rng.integers(1, 4)),
                                                         replace=False).tolist()))
             kept = rest[0] if rest else ""
@@ -158,21 +158,21 @@ class GraderJit:
         record = self._record(rest[:1])
         if record is None:
             return ""
-        if kind in (protocol.ASK_CALL, protocol.ASK_READY):
+        if kind in (asks.ASK_CALL, asks.ASK_READY):
             record.counts.append((len(record.calls), record.traces))
-        if kind == protocol.ASK_CALL and len(rest) >= 3:
+        if kind == asks.ASK_CALL and len(rest) >= 3:
             return self._call(record, (_shape(rest[1]), rest[2][:20]), received)
-        if kind == protocol.ASK_TRACED:
+        if kind == asks.ASK_TRACED:
             record.traces += 1
-        elif kind == protocol.ASK_STAGE_BEGIN and len(rest) >= 2 and rest[1] in STAGES:
+        elif kind == asks.ASK_STAGE_BEGIN and len(rest) >= 2 and rest[1] in STAGES:
             record.begun[rest[1]] = received
-        elif kind == protocol.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
+        elif kind == asks.ASK_STAGE and len(rest) >= 2 and rest[1] in STAGES:
             began = record.begun.pop(rest[1], received)  # no beginning announced: the stage is only its hold
             time.sleep(self._stage_hold(record, received - began))
             released = time.perf_counter()
             product = rest[2][:products.FINGERPRINT_CHARS] if len(rest) >= 3 else products.NONE
             record.stages.append((rest[1], released - began, began, released, product))
-        elif kind == protocol.ASK_RUN:
+        elif kind == asks.ASK_RUN:
             first = not record.runs
             long = first or self.rng.random() < 1 / 3
             hold = self._uniform(FIRST_RUN_HOLD_S if first else LONG_RUN_HOLD_S if long else SHORT_HOLD_S)
@@ -180,16 +180,16 @@ class GraderJit:
             record.runs.append(Run(received, hold, seed))
             time.sleep(self._uniform(CALL_HOLD_S))
             return f"{len(record.runs) - 1} {seed}"
-        elif kind == protocol.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and \
+        elif kind == asks.ASK_RUN_READY and len(rest) >= 2 and rest[1].isdigit() and \
                 int(rest[1]) < len(record.runs):
             run = record.runs[int(rest[1])]
             if run.span_s is None:
                 run.entries = rest[2:2 + PROBES]
                 time.sleep(max(0.0, run.hold_s - (time.perf_counter() - received)))
                 run.span_s = time.perf_counter() - run.started
-        elif kind == protocol.ASK_POLL and len(rest) >= 3 and rest[2].isdigit():
+        elif kind == asks.ASK_POLL and len(rest) >= 3 and rest[2].isdigit():
             return "1" if self._poll(record, rest[1], int(rest[2]), rest[3:], received) else ""
-        elif kind == protocol.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
+        elif kind == asks.ASK_READY and len(rest) >= 2 and rest[1].isdigit() and int(rest[1]) < len(record.calls):
             call = record.calls[int(rest[1])]
             if call.span_s is None:
                 if call.probe:
@@ -376,12 +376,12 @@ def make_jit(number: int, ask: Callable[[str], str],
     functions = _registry.setdefault(number, [])
 
     def jit(fn, **_options):  # options such as donate_argnums change nothing a measurement of this workload sees
-        index = int(ask(f"{protocol.ASK_JIT} {number} {keep(fn)}") or len(functions))
+        index = int(ask(f"{asks.ASK_JIT} {number} {keep(fn)}") or len(functions))
         functions.append(fn)
         salts = [0]
 
         def traced(x, salt):
-            ask(f"{protocol.ASK_TRACED} {number} {index}")
+            ask(f"{asks.ASK_TRACED} {number} {index}")
             return fn(x)
 
         traced.__name__ = getattr(fn, "__name__", "audited")
@@ -392,7 +392,7 @@ def make_jit(number: int, ask: Callable[[str], str],
                 return inner(x, salts[-1])
             shape = "x".join(str(n) for n in np.shape(x))
             dtype = str(getattr(x, "dtype", type(x).__name__)).replace(" ", "")
-            answer = ask(f"{protocol.ASK_CALL} {number} {index} {shape or '-'} {dtype}")
+            answer = ask(f"{asks.ASK_CALL} {number} {index} {shape or '-'} {dtype}")
             call, salt, seed = (answer + " 0 0 0").split(" ")[:3]  # seed: a first call's question, 0 for none
             salts.append(int(salt) if salt.isdigit() else 0)
             result, salt = inner(x, salts[-1]), salts[-1]  # type: ignore[assignment]  # the salt as an int
@@ -405,10 +405,10 @@ def make_jit(number: int, ask: Callable[[str], str],
                 return probed[0]
 
             def ready():
-                ask(f"{protocol.ASK_READY} {number} {index} {call}{entries()}")
+                ask(f"{asks.ASK_READY} {number} {index} {call}{entries()}")
 
             def poll():
-                return ask(f"{protocol.ASK_POLL} {number} {index} call {call}{entries()}") == "1"
+                return ask(f"{asks.ASK_POLL} {number} {index} call {call}{entries()}") == "1"
 
             return HeldResult(result, ready, poll)
 
@@ -485,9 +485,9 @@ class _Stage:
 
 def _staged(stage, make, ask, lowered=None):
     """What make() returns, JAX's stage, announced to the grader before and held by it after, with its fingerprint."""
-    ask(protocol.ASK_STAGE_BEGIN, stage)
+    ask(asks.ASK_STAGE_BEGIN, stage)
     value = make()
-    ask(protocol.ASK_STAGE, stage, products.fingerprint(stage, value, lowered))
+    ask(asks.ASK_STAGE, stage, products.fingerprint(stage, value, lowered))
     return value
 
 
@@ -498,10 +498,10 @@ class _Compiled:
         self._compiled, self._ask = compiled, ask
 
     def __call__(self, *args: Any, **kwargs: Any) -> HeldResult:
-        run, seed = (self._ask(protocol.ASK_RUN) + " 0").split(" ")[:2]
+        run, seed = (self._ask(asks.ASK_RUN) + " 0").split(" ")[:2]
         result = self._compiled(*args, **kwargs)
-        return HeldResult(result, lambda: self._ask(protocol.ASK_RUN_READY, run, *_entries(result, seed)),
-                          lambda: self._ask(protocol.ASK_POLL, "run", run, *_entries(result, seed)) == "1")
+        return HeldResult(result, lambda: self._ask(asks.ASK_RUN_READY, run, *_entries(result, seed)),
+                          lambda: self._ask(asks.ASK_POLL, "run", run, *_entries(result, seed)) == "1")
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)

@@ -1,13 +1,14 @@
 """The kernel manager for every autograde kernel: the kernel runs in perfaudit/autograde/isolation/sandbox.py
 (bubblewrap).
 
-The sandbox has no network, so not even TCP loopback: the kernel and its clients talk ZMQ over ipc sockets in a
-private folder that the sandbox sees as /run/kernel (the kernel reads a copy of the connection file naming that
-path, so no path of the grader's is revealed). Once the kernel is up, the folder is closed to the sandbox's user:
-student code cannot swap a socket for a link the grader would follow on a reconnect.
+The sandbox has no network, so not even TCP loopback: the kernel and its clients talk ZMQ over ipc sockets in the
+sandbox's own socket folder, /run/kernel, a capped folder in memory (the kernel reads a read-only copy of the
+connection file naming that path, so no path of the grader's is revealed). Before any client connects, the grader
+seals that folder and checks it, and connects through its own descriptor of it (boundary.KernelSockets): student
+code can neither write the grader's disk there nor swap a socket for a link the grader would follow.
 
 The kernel works in a scratch folder in memory that starts as a copy of the submission's regular files (staged
-by the grader from submitted/, perfaudit/autograde/plugins/submission.py) and vanishes with it. All its processes
+by the grader from submitted/, perfaudit/autograde/isolation/submission.py) and vanishes with it. All its processes
 together stay within the memory limit (perfaudit/autograde/isolation/memory.py). Its raw stdout and stderr never reach
 the grader's terminal: the first bytes are kept, escaped, for the instructor. Its environment holds what Python needs
 and, from the grader's, only PERFAUDIT_*, JAX_* and XLA_* settings: not NBGRADER_EXECUTION.
@@ -16,23 +17,22 @@ and, from the grader's, only PERFAUDIT_*, JAX_* and XLA_* settings: not NBGRADER
 import contextlib
 import json
 import os
-import shutil
-import tempfile
 import threading
 from typing import Any
 
 import zmq
 from jupyter_client.manager import AsyncKernelManager
 
-from perfaudit.autograde.isolation import memory, sandbox
+from perfaudit.autograde.isolation import memory, sandbox, submission
+from perfaudit.autograde.isolation.boundary import HostFolder, KernelSockets
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.autograde.plugins import submission
-from perfaudit.autograde.plugins.verdicts import printable
+from perfaudit.autograde.text import printable
 from perfaudit.autograde.wire import protocol
 
 # A file each kernel start adds a line to, when set (.ci/run counts them). Not a PERFAUDIT_ name: the sandbox's
 # environment takes those from the grader's (sandbox.student_env), and this stays on the grader's side.
 START_LOG = "SANDBOXED_KERNEL_LOG"
+STARTUP_S = 120  # for the kernel to bind its sockets (a busy machine); its client then waits for an answer
 
 
 class RawStream:
@@ -97,24 +97,23 @@ class SandboxedKernelManager(AsyncKernelManager):
         # A signal would reach bwrap, not the kernel in its own session: interrupt over the control channel.
         self.kernel_spec.interrupt_mode = "message"  # type: ignore[union-attr]  # a kernel started has a spec
         self._cleanup = contextlib.ExitStack()
-        self._private = tempfile.mkdtemp(prefix="perfaudit-kernel-")
-        self._cleanup.callback(shutil.rmtree, self._private, ignore_errors=True)
-        self._staged = tempfile.mkdtemp(prefix="perfaudit-submission-")
-        self._cleanup.callback(shutil.rmtree, self._staged, ignore_errors=True)
+        self._host = HostFolder()
+        self._cleanup.callback(self._host.remove)
+        self._sockets = KernelSockets(sandbox.KERNEL_DIR)
+        self._cleanup.callback(self._sockets.close)
         if self.submission is not None:
-            submission.stage(self.submission, self._staged, self.ignore)
+            submission.stage(self.submission, self._host.staged, self.ignore)
         self.transport = "ipc"
-        self.ip = os.path.join(self._private, "kernel")  # sockets are <ip>-<n>
-        self.connection_file = os.path.join(self._private, "kernel.json")
+        self.ip = str(self._host.path / "kernel")  # where jupyter_client picks free names; the client's comes later
+        self.connection_file = str(self._host.path / "kernel.json")
         self._sandboxed = sandbox.available()[0]
         SandboxedKernelManager._kernels_started += 1
         self.uid = sandbox.sandbox_uid(SandboxedKernelManager._kernels_started)
         _log_start(self._sandboxed)
-        if self._sandboxed:
-            kw["cwd"] = self._private  # bwrap's own; the kernel starts in its scratch folder
-            _hand_to_sandbox_user(self._private, self._staged, self.uid)
-        else:  # running unsandboxed, as asked: in a copy of the submission all the same
-            kw["cwd"] = self._staged
+        self._host.readable_by_sandbox()
+        # bwrap's own working folder, a folder of the grader's; the kernel starts in its scratch folder (or,
+        # running unsandboxed as asked, in a copy of the submission all the same)
+        kw["cwd"] = str(self._host.path if self._sandboxed else self._host.staged)
         try:
             await super().start_kernel(**kw)
         except BaseException:
@@ -129,16 +128,16 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         env = sandbox.student_env()
+        staged = self._host.staged
         if self._sandboxed:
-            kernel_cmd = self._sandbox_connection_file(kernel_cmd)
+            kernel_cmd, inside = self._sandbox_connection_file(kernel_cmd)
             kw["env"] = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}  # bwrap's own; the kernel's is below
-            kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
+            kernel_cmd = sandbox.command(kernel_cmd, submission=staged, host=self._host, connection=inside,
                                          limits=self.limits, env=env, uid=self.uid)
         else:
             kw["env"] = sandbox.unsandboxed_env(env)
-            kernel_cmd = sandbox.command(kernel_cmd, submission=self._staged, private=self._private,
-                                         limits=self.limits)
-        self.memory_limit = memory.MemoryLimit(self.limits.memory_mb, os.path.basename(self._private))
+            kernel_cmd = sandbox.command(kernel_cmd, submission=staged, host=self._host, limits=self.limits)
+        self.memory_limit = memory.MemoryLimit(self.limits.memory_mb, self._host.path.name)
         self._cleanup.callback(self.memory_limit.close)
         self.raw_output = RawOutput(self.limits.raw_output_bytes)
         kw["stdout"], kw["stderr"] = self.raw_output.stdout.write_fd, self.raw_output.stderr.write_fd
@@ -146,31 +145,26 @@ class SandboxedKernelManager(AsyncKernelManager):
             await super()._async_launch_kernel(self.memory_limit.command_prefix() + kernel_cmd, **kw)
         finally:
             self.raw_output.close_write_ends()  # the kernel holds its own copies
-        self.memory_limit.watch(self.provisioner.process.pid)  # type: ignore[union-attr]  # a local provisioner
+        process = self.provisioner.process  # type: ignore[union-attr]  # a local provisioner
+        self.memory_limit.watch(process.pid)
+        if self._sandboxed:  # before any client connects (the manager's own control socket included)
+            names = [f"kernel-{port}" for port in self.ports]
+            folder = await self._sockets.seal(process.pid, names, gone=lambda: process.poll() is not None,
+                                              timeout_s=STARTUP_S)
+            self.ip = f"{folder}/kernel"
 
     def _sandbox_connection_file(self, kernel_cmd):
-        """The kernel reads a copy of the connection file whose socket paths are the sandbox's /run/kernel."""
-        info = json.loads(open(self.connection_file).read())
+        """The kernel reads a copy of the connection file whose socket paths are the sandbox's /run/kernel, bound
+        read-only at sandbox.CONNECTION_FILE: (the command naming it, the copy)."""
+        with open(self.connection_file) as handle:
+            info = json.load(handle)
         info["ip"] = f"{sandbox.KERNEL_DIR}/kernel"
-        inside = os.path.join(self._private, "kernel-inside.json")
-        with open(inside, "w") as handle:
-            json.dump(info, handle)
-        if os.geteuid() == 0:
-            os.chown(inside, self.uid, self.uid)
-        return [f"{sandbox.KERNEL_DIR}/kernel-inside.json" if part == self.connection_file else part
-                for part in kernel_cmd]
+        inside = self._host.write("kernel-inside.json", json.dumps(info))
+        return [sandbox.CONNECTION_FILE if part == self.connection_file else part for part in kernel_cmd], inside
 
-    def close_private_folder(self) -> None:
-        """Once the kernel has bound its sockets: its user may no longer add, remove or rename anything there, nor
-        write the connection file it read, which lies on the grader's disk outside the scratch's size cap (a fresh
-        attack appended 64 MB to it)."""
-        if self._sandboxed and os.geteuid() == 0:
-            os.chown(self._private, 0, 0)
-            os.chmod(self._private, 0o755)
-            inside = os.path.join(self._private, "kernel-inside.json")
-            if os.path.exists(inside):
-                os.chown(inside, 0, 0)
-                os.chmod(inside, 0o644)
+    def cleanup_ipc_files(self) -> None:
+        """Nothing: the sockets lie in the sandbox's own folder in memory, gone with it; the grader removes nothing
+        there by name."""
 
     async def _async_cleanup_resources(self, restart=False):
         await super()._async_cleanup_resources(restart=restart)
@@ -190,18 +184,6 @@ def _log_start(sandboxed):
             os.write(fd, line)
         finally:
             os.close(fd)
-
-
-def _hand_to_sandbox_user(private, staged, uid):
-    """As root: the sandbox's user writes the private folder (its sockets) and reads the staged submission."""
-    if os.geteuid() != 0:
-        return
-    os.chown(private, uid, uid)
-    os.chmod(private, 0o700)
-    for root, dirs, files in os.walk(staged):
-        os.chmod(root, 0o755)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o644)
 
 
 def _bound_messages(context: zmq.Context) -> None:

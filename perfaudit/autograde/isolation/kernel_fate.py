@@ -10,6 +10,8 @@ worker process dies is handed to another worker, up to `distributed.scheduler.al
 - Killed from outside: the machine's own records name a cause outside the submission (the OOM killer chose the
   kernel for the machine's memory or for another group's limit: memory.MemoryLimit.killed_from_outside). Run once
   more, from the submitted notebook.
+- Crossed the boundary: code of the submission ran at the kernel's start and left something in the kernel's socket
+  folder (perfaudit/autograde/isolation/boundary.py): the student's doing; nothing is run.
 - Never started: the kernel died or gave up before it answered, so no student code ran (nbgrader's log then says
   "Kernel died before replying to kernel_info"): kernels started at the same moment can be handed the same free
   TCP port (jupyter_client picks ports before a kernel binds them), a busy machine can miss the start's time limit.
@@ -22,6 +24,8 @@ A notebook is run at most RUNS times, whatever happened in each run.
 import enum
 from dataclasses import dataclass
 from typing import Protocol
+
+from perfaudit.autograde.errors import BoundaryCrossed
 
 
 class Fate(enum.Enum):
@@ -60,7 +64,10 @@ def of_dead_kernel(records: OutsideRecords | None) -> Ending:
 
 
 def of_failed_start(error: BaseException) -> Ending:
-    """A kernel that never answered: nothing of the student's ran yet."""
+    """A kernel that never answered: nothing of the student's ran yet, unless its sandbox shows that code of the
+    submission ran at the kernel's start and crossed the boundary (BoundaryCrossed): that is the student's doing."""
+    if isinstance(error, BoundaryCrossed):
+        return Ending(Fate.STUDENTS_DOING, f"the kernel was not used: {error}")
     return Ending(Fate.NEVER_STARTED, f"the kernel did not start ({type(error).__name__}: {error})")
 
 

@@ -7,23 +7,28 @@ Inside the sandbox a process has:
 - read access to the system only (/usr, /lib*, /bin, /sbin, /etc), the Python installation and virtual
   environment, and the perfaudit package folder; the repository root (gradebook.db, source/, submitted/,
   autograded/), other students' folders and the instructor's home are not there at all;
-- read-write access only to a scratch folder and /tmp, both size-capped file systems in memory that vanish with
-  the sandbox: the grader never opens anything student code wrote. The scratch folder starts as a copy of the
+- read-write access only to a scratch folder, /tmp and the kernel's socket folder, size-capped file systems in
+  memory that vanish with the sandbox; nothing of the grader's disk (perfaudit/autograde/isolation/boundary.py says
+  what it may touch, and holds the one place the grader reaches in). The scratch folder starts as a copy of the
   grader's staged copy of the submission (regular files only);
 - rlimits on CPU seconds, address space, processes (threads count too) and the size of a written file, and a
   memory limit on all its processes together (perfaudit/autograde/isolation/memory.py, applied by the kernel manager).
 
-As root, the student's process drops to an unprivileged uid of its own (one per grading process, no groups), so
-RLIMIT_NPROC counts only that sandbox's processes (root is exempt from it). As any other user, bubblewrap makes a
-user namespace, in which RLIMIT_NPROC also counts only the sandbox's processes.
+The student's process never runs as the grader's account. As root, it drops to an unprivileged uid of its own (one
+per kernel, no groups), so RLIMIT_NPROC counts only that sandbox's processes (root is exempt from it). As any other
+account (the hub's grading service), bubblewrap runs in a user namespace of its own that maps the account's
+subordinate uids (/etc/subuid, through uidmap's newuidmap), and the student's process drops to one of them: it can
+write nothing the account owns, and the account alone can change what the sandbox's root owns (its socket folder).
 
 Where bubblewrap is missing or does not work (no user namespaces, macOS), command() raises SandboxUnavailable,
 unless PERFAUDIT_UNSANDBOXED=1: then student code runs with the grader's rights (rlimits still apply), and
 status() says so, for the grading output and the summary.
 """
 
+import contextlib
 import functools
 import os
+import pwd
 import resource
 import shutil
 import subprocess
@@ -37,6 +42,7 @@ import perfaudit
 from perfaudit import paths
 from perfaudit.autograde.errors import SandboxUnavailable
 from perfaudit.autograde.isolation import memory
+from perfaudit.autograde.isolation.boundary import SOCKETS_BYTES, HostFolder
 
 if TYPE_CHECKING:
     from perfaudit.autograde.isolation.limits import SandboxLimits
@@ -45,6 +51,7 @@ UNSANDBOXED = "PERFAUDIT_UNSANDBOXED"  # "1": grade without a sandbox, knowingly
 BWRAP = "PERFAUDIT_BWRAP"  # the bwrap program to use (default: bwrap on PATH)
 SYSTEM_DIRS = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SANDBOX_UID_BASE = 2_000_000_000  # + the grading process's pid: a uid no account uses, distinct per grader
+SUBORDINATE_IDS = 65536  # without root: the subordinate ids the account needs, as useradd gives by default
 
 
 def _unavailable_message(why):
@@ -61,6 +68,48 @@ def _bwrap_path():
     return os.environ.get(BWRAP) or shutil.which("bwrap") or ""
 
 
+def _subordinate_range(path: str) -> int:
+    """How many subordinate ids /etc/subuid (or subgid) gives this account, 0 where none."""
+    names = {str(os.getuid())}
+    with contextlib.suppress(KeyError):
+        names.add(pwd.getpwuid(os.getuid()).pw_name)
+    with contextlib.suppress(OSError):
+        for line in Path(path).read_text().splitlines():
+            fields = line.strip().split(":")
+            if len(fields) == 3 and fields[0] in names and fields[2].isdigit():
+                return int(fields[2])
+    return 0
+
+
+def _own_ids_missing() -> str | None:
+    """Why this account (not root) cannot give the sandbox ids of its own, or None when it can."""
+    if not shutil.which("newuidmap") or not shutil.which("newgidmap"):
+        return ("uidmap's newuidmap is not installed (Debian/Ubuntu: `sudo apt-get install uidmap`): without root, "
+                "the sandbox needs it to run as a uid other than yours")
+    user = _account_name()
+    for path, flag in (("/etc/subuid", "--add-subuids"), ("/etc/subgid", "--add-subgids")):
+        if _subordinate_range(path) < SUBORDINATE_IDS:
+            return (f"{path} gives the account {user} fewer than {SUBORDINATE_IDS} subordinate ids: without root, the "
+                    f"sandbox runs as one of them, never as you (as root: `usermod {flag} 100000-165535 {user}`, a "
+                    "range no other account uses)")
+    return None
+
+
+def _account_name() -> str:
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
+
+
+def _own_namespace() -> list[str]:
+    """Without root: the prefix that runs bubblewrap as root of a user namespace of its own, where uid 0 is this
+    account and 1..65535 its subordinate uids. [] as root."""
+    if _as_root():
+        return []
+    return [shutil.which("unshare") or "unshare", "--map-root-user", "--map-auto", "--"]
+
+
 def _as_root():
     return os.geteuid() == 0
 
@@ -72,8 +121,10 @@ def _probe(bwrap, as_root):
         return None, f"bubblewrap needs Linux (this is {sys.platform})"
     if not bwrap or not Path(bwrap).is_file():
         return None, f"bubblewrap is not installed (no `{bwrap or 'bwrap'}`)"
-    trial = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net", "--unshare-pid"]
-    trial += [] if as_root else ["--unshare-user"]
+    if not as_root and (why := _own_ids_missing()):
+        return None, why
+    trial = [*_own_namespace(), bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net",
+             "--unshare-pid"]
     try:
         run = subprocess.run([*trial, "--", "true"], capture_output=True, text=True, timeout=30)
         version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()
@@ -116,10 +167,13 @@ def status(limits: "SandboxLimits") -> str:
 
 
 def sandbox_uid(kernel: int = 0) -> int:
-    """The unprivileged uid student code runs as when the grader is root: one per kernel a grading process starts
-    (`kernel`, counted by the kernel manager), so processes a submission leaves behind never share RLIMIT_NPROC with
-    the next kernel, the instructor's solution checked after it included."""
-    return SANDBOX_UID_BASE + (os.getpid() % 2**22) * 256 + kernel % 256
+    """The unprivileged uid student code runs as: one per kernel a grading process starts (`kernel`, counted by the
+    kernel manager), so processes a submission leaves behind never share RLIMIT_NPROC with the next kernel, the
+    instructor's solution checked after it included. As root, a uid no account uses; otherwise a uid of the
+    sandbox's user namespace (1..65535: one of this account's subordinate uids outside it)."""
+    if _as_root():
+        return SANDBOX_UID_BASE + (os.getpid() % 2**22) * 256 + kernel % 256
+    return 1 + ((os.getpid() % 255) * 256 + kernel % 256)
 
 
 def _readable_paths():
@@ -215,7 +269,8 @@ def prlimit(limits: "SandboxLimits") -> list[str]:
 HOME = "/home/student"
 SCRATCH = HOME + "/work"
 SUBMISSION = HOME + "/submission"
-KERNEL_DIR = "/run/kernel"
+KERNEL_DIR = "/run/kernel"  # the kernel's sockets: a capped folder in memory, sealed once they are bound
+CONNECTION_FILE = "/run/connection.json"  # the grader's copy for the kernel, read-only
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
 def _answer_folders():
     """What of the course package holds answers (paths.ANSWER_FOLDERS): perfaudit/answer_key/, which hidden tests use
@@ -226,29 +281,31 @@ def _answer_folders():
     return [str(path) for path in found if path.exists()]
 
 
-_ENTER_SCRATCH = f'cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
+# umask 000: the kernel's sockets take a connection from the grader's account, which without root is not the
+# sandbox's uid (only the grader reaches the socket folder: through the sandbox's root, boundary.py).
+_ENTER_SCRATCH = f'umask 000; cp -R {SUBMISSION}/. {SCRATCH}/ 2>/dev/null; cd {SCRATCH} && exec "$@"'
 
 
-def command(argv: Sequence[str], *, submission: str | Path, private: str | Path, limits: "SandboxLimits",
-            env: dict[str, str] | None = None, uid: int | None = None) -> list[str]:
+def command(argv: Sequence[str], *, submission: str | Path, host: HostFolder, limits: "SandboxLimits",
+            connection: str | Path | None = None, env: dict[str, str] | None = None,
+            uid: int | None = None) -> list[str]:
     """The argv that runs argv in the sandbox, with env and nothing else from here.
 
     submission: the grader's staged copy of the student's regular files, seen read-only and copied into the
-    scratch folder (a size-capped memory file system) where argv starts. private: the folder of the kernel's
-    connection file and sockets, seen at KERNEL_DIR. Without a working sandbox: SandboxUnavailable, or with
-    PERFAUDIT_UNSANDBOXED=1 argv under the rlimits only (the kernel manager then runs it in a copy of submission).
+    scratch folder (a size-capped memory file system) where argv starts. host: the grader's own folder for this
+    kernel (boundary.HostFolder), which the sandbox never sees; connection: a file of it the kernel reads at
+    CONNECTION_FILE. Without a working sandbox: SandboxUnavailable, or with PERFAUDIT_UNSANDBOXED=1 argv under the
+    rlimits only (the kernel manager then runs it in a copy of submission).
     """
     ok, why = available()
     if not ok:
         if not unsandboxed_allowed():
             raise SandboxUnavailable(_unavailable_message(why))
         return [*prlimit(limits), *argv] if shutil.which("prlimit") else list(argv)
-    as_root = _as_root()
     args = [
-        _bwrap_path(),
+        *_own_namespace(), _bwrap_path(),
         "--die-with-parent", "--new-session",
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        *([] if as_root else ["--unshare-user"]),
         "--hostname", "sandbox",
     ]
     for path in SYSTEM_DIRS:
@@ -257,18 +314,16 @@ def command(argv: Sequence[str], *, submission: str | Path, private: str | Path,
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
     size = str(limits.scratch_mb * 2**20)
-    # /tmp and the scratch folder: writable by anyone (the sandbox uid too), in memory, size-capped, gone after.
+    # /tmp, the scratch folder and the socket folder: writable by the sandbox's uid, in memory, size-capped, gone
+    # after. Nothing else it sees is writable by it: / and the folders bwrap makes belong to the sandbox's root.
     args += ["--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
     args += ["--perms", "0755", "--dir", "/home", "--perms", "0755", "--dir", HOME,
-             "--perms", "1777", "--size", size, "--tmpfs", SCRATCH, "--perms", "0755", "--dir", "/run"]
+             "--perms", "1777", "--size", size, "--tmpfs", SCRATCH, "--perms", "0755", "--dir", "/run",
+             "--perms", "0777", "--size", str(SOCKETS_BYTES), "--tmpfs", KERNEL_DIR]
     readable = _readable_paths()
     args += _parents_world_searchable(readable, made=set())
     for path in readable:
         args += ["--ro-bind", path, path]
-    empty = Path(private) / "empty"  # a regular file: a device bound over a file cannot be opened there
-    empty.write_bytes(b"")
-    empty_folder = Path(private) / "empty-folder"
-    empty_folder.mkdir(exist_ok=True)
     package = str(Path(perfaudit.__file__).resolve().parent)
     masked = {path: path for path in _answer_folders()}  # {where the kernel sees it: the grader's path}
     installed = package_seen_installed()
@@ -277,14 +332,15 @@ def command(argv: Sequence[str], *, submission: str | Path, private: str | Path,
         args += ["--ro-bind", package, installed]
         masked.update({installed + path[len(package):]: path for path in list(masked)})
     for seen, path in masked.items():  # in the package folder, but never the student's to read
-        args += ["--ro-bind", str(empty_folder if os.path.isdir(path) else empty), seen]
-    args += ["--ro-bind", str(submission), SUBMISSION, "--bind", str(private), KERNEL_DIR]
+        args += ["--ro-bind", str(host.empty_folder if os.path.isdir(path) else host.empty), seen]
+    args += ["--ro-bind", str(submission), SUBMISSION]
+    if connection is not None:
+        args += ["--ro-bind", str(connection), CONNECTION_FILE]
     args += ["--chdir", HOME, "--clearenv"]
     for key, value in {**base_env(), **(env or {})}.items():
         args += ["--setenv", key, value]
     args += ["--", *prlimit(limits)]
-    if as_root:
-        uid = str(sandbox_uid() if uid is None else uid)  # type: ignore[assignment]  # as setpriv's argument
-        args += [shutil.which("setpriv") or "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups",
-                 "--no-new-privs", "--"]
+    uid = str(sandbox_uid() if uid is None else uid)  # type: ignore[assignment]  # as setpriv's argument
+    args += [shutil.which("setpriv") or "setpriv", "--reuid", uid, "--regid", uid, "--clear-groups",
+             "--no-new-privs", "--"]
     return [*args, "/bin/sh", "-c", _ENTER_SCRATCH, "sh", *argv]

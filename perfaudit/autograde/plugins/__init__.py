@@ -1,7 +1,6 @@
 """nbgrader's plug-ins as nbgrader_config.py names them, and what they decide with.
 
 refuse_unsafe_submission.py  the first autograde step: a submission holding anything else is not graded
-submission.py  a submitted folder may hold regular files only; the grader reads it here and nowhere else
 execute.py     TrustedExecute: student cells run once in a sandboxed kernel, test cells run in the grader
 verdicts.py    a test cell run in the grader, its outputs made by the grader, its names from source/
 canary.py      the environment check: a broken grading environment stops grading, never scores students 0

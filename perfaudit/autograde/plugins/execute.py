@@ -40,7 +40,8 @@ from perfaudit.autograde.evidence import made_up
 from perfaudit.autograde.isolation import kernel_fate, sandbox
 from perfaudit.autograde.isolation.kernel import SandboxedKernelManager
 from perfaudit.autograde.isolation.limits import SandboxLimits
-from perfaudit.autograde.plugins import canary, submission, verdicts
+from perfaudit.autograde.isolation import submission
+from perfaudit.autograde.plugins import canary, verdicts
 from perfaudit.autograde.wire import protocol
 from perfaudit.autograde.wire.channel import KernelChannel, KernelGone
 from perfaudit.notebooks import nbgrader_meta
@@ -213,7 +214,8 @@ class TrustedExecute(Execute):
             if run.kernel_up:
                 raise
             run.ending = kernel_fate.of_failed_start(error)
-            self._blame(run.ending.why)
+            if run.ending.fate is not kernel_fate.Fate.STUDENTS_DOING:
+                self._blame(run.ending.why)
             for cell in nb.cells:
                 if cell.cell_type == "code":
                     cell.outputs = [not_run_error(f"not run: {run.ending.why}")]
@@ -263,7 +265,6 @@ class TrustedExecute(Execute):
 
     async def async_start_new_kernel_client(self) -> "AsyncKernelClient":
         kc = await super().async_start_new_kernel_client()
-        self.km.close_private_folder()  # the kernel answered: its sockets are bound
         self.run.kernel_up = True
         return kc
 

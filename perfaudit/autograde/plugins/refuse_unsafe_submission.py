@@ -6,7 +6,8 @@ from typing import Any
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from perfaudit.autograde.plugins.submission import UnsafeSubmission, course_ignore, describe, problems, submitted_folder
+from perfaudit.autograde.isolation.submission import (UnsafeSubmission, course_ignore, describe, problems,
+                                                     submitted_folder)
 
 
 class RefuseUnsafeSubmission(NbGraderPreprocessor):

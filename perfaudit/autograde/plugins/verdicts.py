@@ -32,24 +32,16 @@ from nbgrader import utils
 
 import perfaudit
 from perfaudit.autograde.evidence import made_up
+from perfaudit.autograde.text import printable
 from perfaudit.autograde.wire.channel import KernelChannel, KernelGone, RaisedInKernel, ReadLater, StudentError
 from perfaudit.checks import held
 
-MAX_TEXT = 20_000
 NO_MESSAGE = "a check failed (it gave no message)"
 
 
 def is_test(cell: NotebookNode) -> bool:
     """An autograded test cell: graded code that is not a solution."""
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
-
-
-def printable(text: object, limit: int = MAX_TEXT) -> str:
-    """Text from anywhere, safe to show a person: control characters escaped, length capped."""
-    text = str(text)
-    if len(text) > limit:
-        text = text[:limit] + f" ... [{len(text) - limit} more characters cut by the grader]"
-    return "".join(c if c.isprintable() or c in "\n\t" else repr(c)[1:-1] for c in text)
 
 
 def cell_key(cell: NotebookNode, index: int) -> str | tuple[str, int]:

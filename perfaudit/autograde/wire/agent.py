@@ -17,6 +17,7 @@ import pathlib
 import tempfile
 from typing import Any
 
+from perfaudit.autograde.evidence import asks
 from perfaudit.autograde.wire import protocol
 from perfaudit.autograde.wire.protocol import snapshot  # a name of this module too: what it sends of a folder
 
@@ -111,10 +112,10 @@ def _slow_function(value, dirs):
 
         ask = get_ipython().kernel.raw_input
         if value.get("call"):  # the call itself lasts as long as the grader decides
-            ask(protocol.prompt(protocol.ASK_CALL, value["id"]))
+            ask(protocol.prompt(asks.ASK_CALL, value["id"]))
         inner = placeholder() if wrapped is None else wrapped(x)
-        return HeldResult(inner, lambda: ask(protocol.prompt(protocol.ASK_READY, value["id"])),
-                          lambda: ask(protocol.prompt(protocol.ASK_POLL, value["id"])) == "1")
+        return HeldResult(inner, lambda: ask(protocol.prompt(asks.ASK_READY, value["id"])),
+                          lambda: ask(protocol.prompt(asks.ASK_POLL, value["id"])) == "1")
 
     _slow_functions[value["id"]] = slow
     return slow

@@ -29,7 +29,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from jupyter_core.utils import run_sync
 
 from perfaudit.autograde.errors import KernelGone, RaisedInKernel, StudentError, Timeout
-from perfaudit.autograde.evidence import made_up
+from perfaudit.autograde.evidence import asks, made_up
 from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
 from perfaudit.autograde.wire import protocol
 from perfaudit.checks.held import FreshJit, SlowFunction
@@ -205,11 +205,11 @@ class KernelChannel:
         answer = ""
         if isinstance(slow, GraderJit):
             answer = slow.answer(text, received)
-        elif slow is not None and word == protocol.ASK_CALL:
+        elif slow is not None and word == asks.ASK_CALL:
             slow.hold_call(received)
-        elif slow is not None and word == protocol.ASK_READY:
+        elif slow is not None and word == asks.ASK_READY:
             slow.hold_result(received)
-        elif slow is not None and word == protocol.ASK_POLL:
+        elif slow is not None and word == asks.ASK_POLL:
             answer = "1" if slow.poll_result(received) else ""
         self.client.input(answer)
 

@@ -74,4 +74,4 @@ def test_a_kernel_that_never_starts_twice_is_not_tried_a_third_time(tmp_path, mo
     assert launches == [1, 2]
     [error] = nb.cells[0].outputs
     assert (error.ename, error.evalue) == (
-        NOT_RUN, "not run: the kernel did not start (RuntimeError: Kernel died before replying to kernel_info)")
+        NOT_RUN, "not run: the kernel did not start (RuntimeError: the kernel died before it bound its sockets)")

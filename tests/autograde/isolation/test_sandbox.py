@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import sandbox
+from perfaudit.autograde.isolation.boundary import HostFolder
 from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.autograde.plugins.execute import OUTPUT_DROPPED, TrustedExecute
 from perfaudit.grade.run import Options, run
@@ -115,7 +116,7 @@ def probes(tmp_path_factory):
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
         "kernel_folder": "import json\nfound = {}\nfor what, path, mode in (('append', "
-        f"'{sandbox.KERNEL_DIR}/kernel-inside.json', 'a'), ('create', '{sandbox.KERNEL_DIR}/new.bin', 'w')):\n"
+        f"'{sandbox.CONNECTION_FILE}', 'a'), ('create', '{sandbox.KERNEL_DIR}/new.bin', 'w')):\n"
         "    try:\n        open(path, mode).write('x' * 2**20)\n        found[what] = 'written'\n"
         "    except OSError as e:\n        found[what] = type(e).__name__\nprint(json.dumps(found))",
         "answers": f"import os\nprint(os.listdir({str(paths.ROOT / 'perfaudit' / 'answer_key')!r}))",
@@ -197,21 +198,17 @@ def test_the_kernel_works_in_a_scratch_copy_that_the_grader_never_opens(probes):
     assert results["own_folder"].strip() == "the student's own file"  # the submission's files are there
     assert not (workdir / "written.txt").exists()  # what it wrote vanished with the sandbox
     assert sorted(p.name for p in workdir.iterdir()) == ["given.txt"]
-    if os.geteuid() == 0:  # root's kernel runs as an unprivileged uid of its own, one per kernel started
-        assert int(results["uid"]) != os.geteuid()
-        assert sandbox.sandbox_uid(0) <= int(results["uid"]) < sandbox.sandbox_uid(0) + 256
+    assert int(results["uid"]) != os.geteuid()  # never the grader's account: a uid of its own, one per kernel
+    assert sandbox.sandbox_uid(0) <= int(results["uid"]) < sandbox.sandbox_uid(0) + 256
 
 
 @needs_bubblewrap
-def test_the_kernels_own_folder_takes_no_writes_once_it_answered(probes):
-    """/run/kernel is the grader's folder on its own disk, outside the scratch's size cap: once the kernel answered,
-    nothing there is the student's to write, the connection file it read included."""
+def test_the_kernels_connection_file_and_socket_folder_take_no_writes_once_it_answered(probes):
+    """The connection file is a read-only copy of the grader's; the socket folder, sealed before any client
+    connected, takes no new entry (boundary.py)."""
     results, _, _ = probes
     found = json.loads(results["kernel_folder"])
-    if os.geteuid() == 0:  # the kernel runs as a uid of its own, and the folder and file are given back to root
-        assert found == {"append": "PermissionError", "create": "PermissionError"}, found
-    else:  # without root the kernel is this account, which owns both: the size cap is what holds
-        assert set(found) == {"append", "create"}
+    assert found == {"append": "PermissionError", "create": "PermissionError"}, found
 
 
 def test_each_kernel_of_a_grading_process_gets_a_uid_of_its_own():
@@ -241,7 +238,7 @@ def test_the_kernel_imports_the_grader_s_perfaudit_where_pythonpath_chose_it(tmp
     command = sandbox.command([sys.executable, "-c", f"import os; print(sorted(os.listdir({str(checkout)!r} + "
                                                      "'/perfaudit/answer_key')), open("
                                                      f"{str(checkout)!r} + '/perfaudit/__init__.py').read())"],
-                              submission=folder, private=tmp_path, limits=SandboxLimits())
+                              submission=folder, host=HostFolder(), limits=SandboxLimits())
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.stdout == f"[] {(paths.ROOT / 'perfaudit' / '__init__.py').read_text()}\n", done.stderr
     monkeypatch.delenv("PYTHONPATH")
@@ -275,10 +272,15 @@ def test_raw_writes_to_stdout_and_stderr_never_reach_the_graders_terminal(tmp_pa
 
 @needs_bubblewrap
 def test_nothing_of_the_course_is_bound_but_the_perfaudit_package(tmp_path):
-    argv = sandbox.command(["true"], submission=tmp_path, private=tmp_path, limits=SandboxLimits())
+    host = HostFolder()
+    connection = host.write("connection.json", "{}")
+    argv = sandbox.command(["true"], submission=tmp_path, host=host, connection=connection, limits=SandboxLimits())
     mounts = {argv[i + 1]: argv[i + 2] for i, a in enumerate(argv) if a in ("--ro-bind", "--bind")}
     assert str(paths.ROOT) not in mounts and str(paths.ROOT / "perfaudit") in mounts
-    assert mounts[str(tmp_path)] in (sandbox.SUBMISSION, sandbox.KERNEL_DIR)  # seen under the sandbox's names only
+    assert mounts[str(tmp_path)] == sandbox.SUBMISSION  # seen under the sandbox's names only
+    assert mounts[str(connection)] == sandbox.CONNECTION_FILE
+    assert "--bind" not in argv  # nothing of the grader's is writable there
+    host.remove()
 
 
 @needs_bubblewrap

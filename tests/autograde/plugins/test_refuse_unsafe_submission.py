@@ -7,7 +7,7 @@ from nbformat.v4 import new_notebook
 from traitlets.config import Config
 
 from perfaudit.autograde.plugins.refuse_unsafe_submission import RefuseUnsafeSubmission
-from perfaudit.autograde.plugins.submission import UnsafeSubmission
+from perfaudit.autograde.isolation.submission import UnsafeSubmission
 
 RESOURCES = {"nbgrader": {"student": "ada", "assignment": "performance-audit"}}
 

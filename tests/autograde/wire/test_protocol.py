@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfaudit.autograde.evidence import asks
 from perfaudit.autograde.evidence.instruments import GraderJit
 from perfaudit.autograde.wire import agent, protocol
 from perfaudit.autograde.wire.channel import Exchange, RemoteRef, StudentError
@@ -170,8 +171,8 @@ def test_the_graders_jit_is_numbered_for_the_prompts_that_come_back(exchange):
 
 
 def test_prompts_are_read_whatever_the_kernel_writes():
-    assert protocol.read_prompt(protocol.prompt(protocol.ASK_CALL, 3, "16x16", "float32")) == \
-        (protocol.ASK_CALL, 3, ["16x16", "float32"])
+    assert protocol.read_prompt(protocol.prompt(asks.ASK_CALL, 3, "16x16", "float32")) == \
+        (asks.ASK_CALL, 3, ["16x16", "float32"])
     assert protocol.read_prompt("perfaudit-ready ²") == ("perfaudit-ready", None, [])  # a digit int() refuses
     assert protocol.read_prompt("x" * 1000)[0] == "x" * protocol.MAX_PROMPT_CHARS
 

@@ -10,7 +10,7 @@ import pytest
 from courses import FULL, NB1, make_course
 
 from perfaudit import ASSIGNMENT
-from perfaudit.autograde.plugins import submission
+from perfaudit.autograde.isolation import submission
 from perfaudit.fixtures import samples
 from perfaudit.grade import diagnose, run
 from perfaudit.instructor import course

@@ -1,0 +1,219 @@
+"""The trust boundary (perfaudit/autograde/isolation/boundary.py), for real: bubblewrap, real kernels, no mocks.
+
+- The boundary probe, run in a graded kernel, finds nothing writable and no socket outside a capped folder in memory,
+  as root and as an account of its own with subordinate uids (how the hub's grading service grades).
+- Code of a submission that runs before the kernel answers (a submitted ipykernel_launcher.py, found first on the
+  kernel's path) plants a link to a host file, a folder or a FIFO in the kernel's socket folder, or tries to replace
+  the connection file: the grader refuses that kernel as the submission's doing, and no host file changes.
+"""
+
+import json
+import os
+import pwd
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from boundary_probe import PROBE, outside_the_cap
+from nbformat.v4 import new_code_cell, new_notebook
+
+from perfaudit import paths
+from perfaudit.autograde.isolation import boundary, kernel_fate, sandbox
+from perfaudit.autograde.isolation.limits import SandboxLimits
+from perfaudit.autograde.plugins.execute import NOT_RUN, TrustedExecute
+from perfaudit.hub import userenv
+
+needs_bubblewrap = pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
+
+
+def _caps():
+    """The folders the kernel may write, each with the most bytes it may hold."""
+    scratch = SandboxLimits().scratch_mb * 2**20
+    return {sandbox.SCRATCH: scratch, "/tmp": scratch, sandbox.KERNEL_DIR: boundary.SOCKETS_BYTES}
+
+
+def _execute(cells, folder):
+    nb = new_notebook(cells=[new_code_cell(source) for source in cells])
+    execute = TrustedExecute(timeout=120)
+    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(folder)}})
+    return nb, execute
+
+
+def _printed(cell):
+    errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+    return errors[0] if errors else "".join(o.get("text", "") for o in cell.outputs)
+
+
+@needs_bubblewrap
+def test_the_probe_finds_nothing_writable_outside_the_capped_folders_in_memory(tmp_path):
+    nb, _ = _execute([PROBE], tmp_path)
+    found = json.loads(_printed(nb.cells[0]))
+    assert outside_the_cap(found, _caps()) == []
+    # what it may write, it can: the probe sees the folders it is held to
+    assert {sandbox.SCRATCH, "/tmp"} <= set(found["writable"])
+    assert sorted(found["sockets"]) == [f"{sandbox.KERNEL_DIR}/kernel-{n}" for n in range(1, 6)]
+
+
+def test_the_probe_reports_a_writable_folder_on_disk_and_a_socket_there():
+    """The probe's rule can fail: a bind of the grader's disk, a socket on it, a descriptor writing to it."""
+    found = {"mounts": {"/": ["tmpfs", "rw", "rw"], "/run/kernel": ["ext4", "rw", "rw"],
+                        "/tmp": ["tmpfs", "rw", "rw,size=1024k"]},
+             "writable": ["/run/kernel", "/tmp", "/dev/null"], "sockets": ["/run/kernel/kernel-1"],
+             "descriptors": {"3": ["/run/kernel/x", True], "4": ["/usr/lib/y", False], "5": ["pipe:[1]", True]}}
+    assert outside_the_cap(found, {"/tmp": 2**20}) == [
+        "writable: /run/kernel (on /run/kernel: ext4 rw rw)",
+        "socket: /run/kernel/kernel-1 (on /run/kernel: ext4 rw rw)",
+        "descriptor 3 open for writing: /run/kernel/x"]
+    assert outside_the_cap(found, {"/tmp": 2**19})[1:2] == ["writable: /tmp (on /tmp: tmpfs rw rw,size=1024k)"]
+
+
+# Code of a submission that runs before the kernel answers: a submitted ipykernel_launcher.py is found first on the
+# kernel's path (it starts in the scratch folder). It plants what PLANT says, then starts the real kernel.
+LAUNCHER = '''
+import json, os, runpy, sys
+
+info = json.load(open("{connection}"))
+sockets = "{sockets}"
+target = {target!r}
+for port in [info[key] for key in info if key.endswith("_port")]:
+    {plant_at_each}
+{plant}
+for attempt in (lambda: os.replace("/tmp/x", "{connection}"), lambda: os.unlink("{connection}")):
+    open("/tmp/x", "w").write("{{}}")
+    try:
+        attempt()
+    except OSError:
+        pass
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+del sys.modules["ipykernel_launcher"]
+runpy.run_module("ipykernel_launcher", run_name="__main__")
+'''
+
+PLANTS = {
+    # the first fresh attack's: the grader acted on <its folder>/kernel-inside.json, here a link to a host file
+    "a link to a host file": ("pass", 'os.symlink(target, sockets + "/kernel-inside.json")'),
+    "a folder filled past the cap": ("pass", 'os.mkdir(sockets + "/stash")\n'
+                                     'try:\n    open(sockets + "/stash/fill", "wb").write(b"x" * 2**20)\n'
+                                     'except OSError as error:\n    print("fill:", error, file=sys.stderr)'),
+    "a FIFO": ("pass", 'os.mkfifo(sockets + "/kernel-inside.json")'),
+    # at every socket's own name: zmq's bind replaces a link, so these keep the kernel from binding at all
+    "a folder at each socket's name": ('os.mkdir(f"{sockets}/kernel-{port}")', "pass"),
+}
+
+
+def _host_file(tmp_path):
+    host = tmp_path / "host-file"
+    host.write_text("the grader's")
+    host.chmod(0o600)
+    return host
+
+
+def _stat(path):
+    info = os.lstat(path)
+    return info.st_uid, info.st_gid, info.st_mode, info.st_size, info.st_mtime_ns, Path(path).read_text()
+
+
+@needs_bubblewrap
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_what_code_of_the_submission_plants_before_the_kernel_answers_is_refused_and_changes_no_host_file(
+        tmp_path, plant):
+    host = _host_file(tmp_path)
+    if os.geteuid() == 0:
+        os.chown(host, 12345, 12345)  # not root's: a chown to root would show
+    before = _stat(host)
+    python = Path(sys.executable)
+    before_python = python.resolve().stat().st_mode
+    at_each, once = PLANTS[plant]
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "ipykernel_launcher.py").write_text(LAUNCHER.format(
+        connection=sandbox.CONNECTION_FILE, sockets=sandbox.KERNEL_DIR, target=str(host), plant_at_each=at_each,
+        plant=once))
+    nb, execute = _execute(["print('ran')"], submission)
+    assert _stat(host) == before
+    assert python.resolve().stat().st_mode == before_python
+    [error] = nb.cells[0].outputs
+    assert error.ename == NOT_RUN and "the kernel was not used: the kernel's socket folder holds" in error.evalue
+    assert "code of the submission ran before the kernel answered" in error.evalue
+    assert execute.run.ending.fate is kernel_fate.Fate.STUDENTS_DOING  # once, and no environment check
+
+
+@needs_bubblewrap
+def test_a_submission_that_fills_its_own_folders_fills_nothing_of_the_grader_s(tmp_path, monkeypatch):
+    """Its writes stop at its own caps (ENOSPC there is its own failure, and later cells run); the grader's own folder
+    for the kernel, in its TMPDIR, is gone afterwards."""
+    grader_tmp = tmp_path / "grader-tmp"
+    grader_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(grader_tmp))
+    (tmp_path / "submission").mkdir()
+    cap = SandboxLimits().scratch_mb
+
+    def fill(folder):
+        return (f"import os\ntotal = 0\ntry:\n    for i in range(10_000):\n"
+                f"        with open(f'{folder}/fill-{{i}}', 'wb') as f:\n            f.write(b'x' * 2**20)\n"
+                f"        total += 1\nexcept OSError as error:\n    print(type(error).__name__, error.errno, "
+                f"total <= {cap})")
+
+    nb, _ = _execute([fill("."), fill("/tmp"), fill(sandbox.KERNEL_DIR), "print('still running')"],
+                     tmp_path / "submission")
+    assert [_printed(cell) for cell in nb.cells] == ["OSError 28 True\n", "OSError 28 True\n",
+                                                      "PermissionError 13 True\n", "still running\n"]
+    assert [p.name for p in grader_tmp.iterdir() if p.name.startswith("perfaudit-kernel-")] == []
+
+
+# As the hub's grading service grades: an account of its own, not root, with subordinate uids (useradd gives them).
+RUN_AS_ACCOUNT = '''
+import json, sys
+from nbformat.v4 import new_code_cell, new_notebook
+from perfaudit.autograde.plugins.execute import TrustedExecute
+
+ids = "import os; print(os.getuid(), *open('/proc/self/uid_map').read().split())"
+nb = new_notebook(cells=[new_code_cell(sys.stdin.read()), new_code_cell(ids)])
+nb, _ = TrustedExecute(timeout=120).preprocess(nb, {"metadata": {"path": sys.argv[1]}})
+print(json.dumps([[o.get("text") or o.get("evalue") for o in cell.outputs] for cell in nb.cells]))
+'''
+
+
+@pytest.fixture(scope="module")
+def account(tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.fail("this test makes a Linux account: run it as root (CI does)")
+    name = f"pabound{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--create-home", "--user-group", name], check=True)
+    thin = Path(tempfile.mkdtemp(prefix="perfaudit-thin-python-"))
+    thin.chmod(0o755)
+    try:
+        python = userenv.accounts_python(Path(sys.executable).parent, thin / "venv")
+        yield name, python
+    finally:
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        shutil.rmtree(thin, ignore_errors=True)
+
+
+@needs_bubblewrap
+@pytest.mark.slow
+def test_without_root_the_sandbox_runs_as_a_subordinate_uid_within_the_same_boundary(account, tmp_path):
+    name, python = account
+    folder = Path(tempfile.mkdtemp(prefix="perfaudit-submission-"))
+    try:
+        folder.chmod(0o755)
+        uid = pwd.getpwnam(name).pw_uid
+        env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8",
+               "PYTHONPATH": str(paths.ROOT)}
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"
+        done = subprocess.run([runuser, "-u", name, "--", str(python), "-c", RUN_AS_ACCOUNT, str(folder)],
+                              input=PROBE, capture_output=True, text=True, env=env, cwd="/", timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        [probe], [ids] = json.loads(done.stdout.splitlines()[-1])
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    found = json.loads(probe)
+    assert outside_the_cap(found, _caps()) == []
+    inner, *uid_map = [int(n) for n in ids.split()]
+    outside = {inside + i: first + i for inside, first, count in zip(*[iter(uid_map)] * 3) for i in range(count)}
+    assert outside[0] == uid and outside[inner] != uid  # the account is only its namespace's root, never the kernel
+    assert outside[inner] > 65535  # one of the account's subordinate uids
