@@ -99,8 +99,6 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._cleanup = contextlib.ExitStack()
         self._host = HostFolder()
         self._cleanup.callback(self._host.remove)
-        self._sockets = KernelSockets(sandbox.KERNEL_DIR)
-        self._cleanup.callback(self._sockets.close)
         if self.submission is not None:
             submission.stage(self.submission, self._host.staged, self.ignore)
         self.transport = "ipc"
@@ -149,8 +147,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.memory_limit.watch(process.pid)
         if self._sandboxed:  # before any client connects (the manager's own control socket included)
             names = [f"kernel-{port}" for port in self.ports]
-            folder = await self._sockets.seal(process.pid, names, gone=lambda: process.poll() is not None,
-                                              timeout_s=STARTUP_S)
+            sockets = KernelSockets(sandbox.KERNEL_DIR)  # this launch's sandbox: a restart makes a new one
+            self._cleanup.callback(sockets.close)
+            folder = await sockets.seal(process.pid, names, gone=lambda: process.poll() is not None,
+                                        timeout_s=STARTUP_S)
             self.ip = f"{folder}/kernel"
 
     def _sandbox_connection_file(self, kernel_cmd):
@@ -159,7 +159,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         with open(self.connection_file) as handle:
             info = json.load(handle)
         info["ip"] = f"{sandbox.KERNEL_DIR}/kernel"
-        inside = self._host.write("kernel-inside.json", json.dumps(info))
+        self._launches = getattr(self, "_launches", 0) + 1  # a restart's copy is a file of its own
+        inside = self._host.write(f"kernel-inside-{self._launches}.json", json.dumps(info))
         return [sandbox.CONNECTION_FILE if part == self.connection_file else part for part in kernel_cmd], inside
 
     def cleanup_ipc_files(self) -> None:

@@ -61,3 +61,32 @@ def test_one_huge_message_from_the_kernel_is_dropped_before_the_grader_reads_it(
     assert small["printed"] == ["before\n", "after\n"]
     assert large["printed"] == ["before\n", execute.OUTPUT_LOST, "after\n"]
     assert (large["peak_kib"] - small["peak_kib"]) * 1024 < huge / 4, (small["peak_kib"], large["peak_kib"])
+
+
+@pytest.mark.skipif(not sandbox.available()[0], reason=f"no sandbox here: {sandbox.available()[1]}")
+def test_a_restarted_kernel_gets_a_sandbox_and_a_sealed_socket_folder_of_its_own(tmp_path):
+    """jupyter_client's restart launches again without start_kernel: the new sandbox's folder is sealed and used."""
+    import asyncio
+
+    async def run():
+        km = kernel.SandboxedKernelManager(kernel_name="python3")
+        km.submission = tmp_path
+        await km.start_kernel()
+        try:
+            first = km.ip
+            await km.restart_kernel(now=True)
+            kc = km.client()
+            kc.start_channels()
+            await kc.wait_for_ready(timeout=60)
+            reply = await kc.execute_interactive(
+                "import os; print(oct(os.stat('/run/kernel').st_mode & 0o777))", timeout=60,
+                output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
+            kc.stop_channels()
+            return first, km.ip, reply["content"]["status"]
+        finally:
+            await km.shutdown_kernel(now=True)
+
+    printed: list[str] = []
+    first, second, status = asyncio.run(run())
+    assert first != second and status == "ok"
+    assert "".join(printed).strip() == "0o755"  # sealed
