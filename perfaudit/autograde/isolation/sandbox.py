@@ -57,9 +57,9 @@ SUBORDINATE_IDS = 65536  # without root: the subordinate ids the account needs, 
 def _unavailable_message(why):
     # One line: what is missing and the two ways on, nothing else (make prints its own line after it).
     return (
-        f"Grading refuses to run student code without a sandbox: {why}. Install bubblewrap (Debian/Ubuntu: "
-        "`sudo apt-get install bubblewrap`; Fedora: `sudo dnf install bubblewrap`) on Linux with user namespaces "
-        f"enabled, or set {UNSANDBOXED}=1 knowing that student code then runs with your rights (it can read the "
+        f"Grading refuses to run student code without a sandbox: {why}. Install bubblewrap and uidmap "
+        "(Debian/Ubuntu: `sudo apt-get install bubblewrap uidmap`; Fedora: `sudo dnf install bubblewrap`) on Linux "
+        f"with user namespaces enabled, or set {UNSANDBOXED}=1 knowing that student code then runs with your rights (it can read the "
         "gradebook and other students' work, and use the network)."
     )
 

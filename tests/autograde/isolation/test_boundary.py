@@ -229,3 +229,14 @@ def test_without_root_the_sandbox_runs_as_a_subordinate_uid_within_the_same_boun
     outside = {inside + i: first + i for inside, first, count in zip(*[iter(uid_map)] * 3) for i in range(count)}
     assert outside[0] == uid and outside[inner] != uid  # the account is only its namespace's root, never the kernel
     assert outside[inner] > 65535  # one of the account's subordinate uids
+
+
+def test_an_account_without_subordinate_ids_is_told_how_to_get_them():
+    """Without root the sandbox runs as one of the account's subordinate uids: lacking them, grading refuses, saying
+    what to run (root's own are looked up here: root has none)."""
+    if os.geteuid() != 0 or sandbox._subordinate_range("/etc/subuid") or not shutil.which("newuidmap"):
+        pytest.skip("needs root without subordinate ids of its own, and newuidmap")
+    why = sandbox._own_ids_missing()
+    assert why == ("/etc/subuid gives the account root fewer than 65536 subordinate ids: without root, the sandbox "
+                   "runs as one of them, never as you (as root: `usermod --add-subuids 100000-165535 root`, a range "
+                   "no other account uses)")
