@@ -59,8 +59,8 @@ def _unavailable_message(why):
     return (
         f"Grading refuses to run student code without a sandbox: {why}. Install bubblewrap and uidmap "
         "(Debian/Ubuntu: `sudo apt-get install bubblewrap uidmap`; Fedora: `sudo dnf install bubblewrap`) on Linux "
-        f"with user namespaces enabled, or set {UNSANDBOXED}=1 knowing that student code then runs with your rights (it can read the "
-        "gradebook and other students' work, and use the network)."
+        f"with user namespaces enabled, or set {UNSANDBOXED}=1 knowing that student code then runs with your rights "
+        "(it can read the gradebook and other students' work, and use the network)."
     )
 
 
