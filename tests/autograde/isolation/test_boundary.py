@@ -206,29 +206,57 @@ def account(tmp_path_factory):
         shutil.rmtree(thin, ignore_errors=True)
 
 
-@needs_bubblewrap
-@pytest.mark.slow
-def test_without_root_the_sandbox_runs_as_a_subordinate_uid_within_the_same_boundary(account, tmp_path):
+def _grade_as(account, first_cell, files=None):
+    """Run a notebook (first_cell, then a cell printing the kernel's ids) through TrustedExecute as `account`, from a
+    submission holding `files`: each cell's outputs (text, or an error's value)."""
     name, python = account
     folder = Path(tempfile.mkdtemp(prefix="perfaudit-submission-"))
     try:
         folder.chmod(0o755)
-        uid = pwd.getpwnam(name).pw_uid
+        for filename, text in (files or {}).items():
+            (folder / filename).write_text(text)
+            (folder / filename).chmod(0o644)
         env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8",
                "PYTHONPATH": str(paths.ROOT)}
         runuser = shutil.which("runuser") or "/usr/sbin/runuser"
         done = subprocess.run([runuser, "-u", name, "--", str(python), "-c", RUN_AS_ACCOUNT, str(folder)],
-                              input=PROBE, capture_output=True, text=True, env=env, cwd="/", timeout=300)
+                              input=first_cell, capture_output=True, text=True, env=env, cwd="/", timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
-        [probe], [ids] = json.loads(done.stdout.splitlines()[-1])
+        return json.loads(done.stdout.splitlines()[-1])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@needs_bubblewrap
+@pytest.mark.slow
+def test_without_root_the_sandbox_runs_as_a_subordinate_uid_within_the_same_boundary(account):
+    [probe], [ids] = _grade_as(account, PROBE)
     found = json.loads(probe)
     assert outside_the_cap(found, _caps()) == []
     inner, *uid_map = [int(n) for n in ids.split()]
     outside = {inside + i: first + i for inside, first, count in zip(*[iter(uid_map)] * 3) for i in range(count)}
+    uid = pwd.getpwnam(account[0]).pw_uid
     assert outside[0] == uid and outside[inner] != uid  # the account is only its namespace's root, never the kernel
     assert outside[inner] > 65535  # one of the account's subordinate uids
+
+
+@needs_bubblewrap
+@pytest.mark.slow
+@pytest.mark.parametrize("plant", ["a link to a host file", "a FIFO"])
+def test_without_root_what_the_submission_plants_is_refused_and_changes_none_of_the_account_s_files(account, plant):
+    name = account[0]
+    own = Path(pwd.getpwnam(name).pw_dir) / "course-file"  # the account's own, as the course is the owner's
+    own.write_text("the owner's")
+    os.chown(own, pwd.getpwnam(name).pw_uid, pwd.getpwnam(name).pw_gid)
+    own.chmod(0o600)
+    before = _stat(own)
+    at_each, once = PLANTS[plant]
+    launcher = LAUNCHER.format(connection=sandbox.CONNECTION_FILE, sockets=sandbox.KERNEL_DIR, target=str(own),
+                               plant_at_each=at_each, plant=once)
+    [refused], [not_run] = _grade_as(account, "print('ran')", {"ipykernel_launcher.py": launcher})
+    assert _stat(own) == before
+    assert "the kernel was not used: the kernel's socket folder holds" in refused
+    assert not_run == refused
 
 
 def test_an_account_without_subordinate_ids_is_told_how_to_get_them():
