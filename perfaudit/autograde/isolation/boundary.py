@@ -30,10 +30,12 @@ from pathlib import Path
 
 from perfaudit.autograde.errors import BoundaryCrossed
 from perfaudit.autograde.isolation.proctree import process_table, stat as process_stat
+from perfaudit.autograde.text import printable
 
 SOCKETS_BYTES = 64 * 1024  # the socket folder's cap: sockets hold no data, so nothing of use fits there
 SEALED_MODE = 0o755  # the socket folder once sealed: its owner (root, or the grader's account) alone may change it
 POLL_S = 0.02
+SHOWN = 5  # odd entries named in a refusal; the rest counted
 
 
 class HostFolder:
@@ -162,7 +164,7 @@ class KernelSockets:
         kernel makes it: code of the submission ran before the kernel answered)."""
         assert self.fd is not None
         odd, found = [], 0
-        for name in sorted(os.listdir(self.fd)):
+        for name in os.listdir(self.fd):
             mode = self._entry(name)
             if mode is None:  # gone since the listing
                 continue
@@ -173,9 +175,12 @@ class KernelSockets:
             else:
                 found += 1
         if odd:
+            odd.sort()
+            more = f" and {len(odd) - SHOWN} more" if len(odd) > SHOWN else ""
             raise BoundaryCrossed(
-                f"the kernel's socket folder holds {', '.join(odd)}: no kernel makes that; code of the submission "
-                "ran before the kernel answered and left it there, so the grader does not use this kernel")
+                f"the kernel's socket folder holds {', '.join(printable(o) for o in odd[:SHOWN])}{more}: no kernel "
+                "makes that; code of the submission ran before the kernel answered and left it there, so the grader "
+                "does not use this kernel")
         return found == len(names)
 
     def _entry(self, name: str) -> int | None:

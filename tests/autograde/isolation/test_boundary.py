@@ -10,6 +10,7 @@
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import subprocess
@@ -100,6 +101,9 @@ PLANTS = {
                                      'try:\n    open(sockets + "/stash/fill", "wb").write(b"x" * 2**20)\n'
                                      'except OSError as error:\n    print("fill:", error, file=sys.stderr)'),
     "a FIFO": ("pass", 'os.mkfifo(sockets + "/kernel-inside.json")'),
+    # names that would flood the refusal, or colour a terminal
+    "300 files with escapes in their names": ("pass", 'for i in range(300):\n'
+                                              '    open(sockets + f"/odd\\x1b[31m{i}", "w").close()'),
     # at every socket's own name: zmq's bind replaces a link, so these keep the kernel from binding at all
     "a folder at each socket's name": ('os.mkdir(f"{sockets}/kernel-{port}")', "pass"),
 }
@@ -139,6 +143,10 @@ def test_what_code_of_the_submission_plants_before_the_kernel_answers_is_refused
     [error] = nb.cells[0].outputs
     assert error.ename == NOT_RUN and "the kernel was not used: the kernel's socket folder holds" in error.evalue
     assert "code of the submission ran before the kernel answered" in error.evalue
+    assert "\x1b" not in error.evalue and len(error.evalue) < 1000
+    if plant.startswith("300 files"):
+        # named as found: the grader may look while the files are still being made
+        assert "'odd\\x1b[31m0' (a file)" in error.evalue and re.search(r" and \d+ more: ", error.evalue)
     assert execute.run.ending.fate is kernel_fate.Fate.STUDENTS_DOING  # once, and no environment check
 
 
