@@ -102,12 +102,19 @@ def _account_name() -> str:
         return str(os.getuid())
 
 
+# In the sandbox's own user namespace, before bubblewrap: no user namespace may be made inside it. Each one made
+# there would count against this account's own limit (user.max_user_namespaces counts up the chain of owners), so
+# a submission could exhaust it and no later sandbox of the class would start.
+_NO_NESTED_NAMESPACES = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+
+
 def _own_namespace() -> list[str]:
     """Without root: the prefix that runs bubblewrap as root of a user namespace of its own, where uid 0 is this
-    account and 1..65535 its subordinate uids. [] as root."""
+    account and 1..65535 its subordinate uids, and where no further user namespace can be made. [] as root."""
     if _as_root():
         return []
-    return [shutil.which("unshare") or "unshare", "--map-root-user", "--map-auto", "--"]
+    return [shutil.which("unshare") or "unshare", "--map-root-user", "--map-auto", "--",
+            "/bin/sh", "-c", _NO_NESTED_NAMESPACES, "sh"]
 
 
 def _as_root():

@@ -267,6 +267,17 @@ def test_without_root_what_the_submission_plants_is_refused_and_changes_none_of_
     assert not_run == refused
 
 
+@needs_bubblewrap
+@pytest.mark.slow
+def test_without_root_the_sandbox_makes_no_user_namespace_that_would_count_against_the_account(account):
+    """Each user namespace made in the sandbox would count against the grading account's own limit: a submission
+    that made them by the thousand would leave the class's later sandboxes unable to start."""
+    tries = ("import subprocess\ndone = subprocess.run(['unshare', '--user', 'true'], capture_output=True, text=True)\n"
+             "print(done.returncode, done.stderr.strip())")
+    [said], _ = _grade_as(account, tries)
+    assert said == "1 unshare: unshare failed: No space left on device\n"
+
+
 def test_an_account_without_subordinate_ids_is_told_how_to_get_them():
     """Without root the sandbox runs as one of the account's subordinate uids: lacking them, grading refuses, saying
     what to run (root's own are looked up here: root has none)."""
