@@ -26,6 +26,10 @@ class SandboxLimits(Configurable):
     processes = Integer(512, help="Processes and threads of one submission (JAX starts a thread pool per core)."
                         ).tag(config=True)
     file_mb = Integer(256, help="Largest file a process may write, in MB.").tag(config=True)
+    open_files = Integer(1024, help="Files, sockets and pipes one process may hold open (Linux's usual soft limit). "
+                                    "Times `processes`, it stays a small part of the machine's file table "
+                                    "(fs.file-max), which a submission could otherwise fill for every process on "
+                                    "the machine.").tag(config=True)
     scratch_mb = Integer(512, help="Size of the submission's scratch folder (its working folder, in memory), "
                                    "and separately of its /tmp, in MB.").tag(config=True)
     raw_output_bytes = Integer(64 * 1024, help="Bytes of the kernel's raw stdout and stderr kept for the instructor "
@@ -39,8 +43,9 @@ class SandboxLimits(Configurable):
             (resource.RLIMIT_AS, _capped(self.memory_mb, resource.RLIMIT_AS, 2**20) * 2**20),
             (resource.RLIMIT_NPROC, _capped(self.processes, resource.RLIMIT_NPROC, 1)),
             (resource.RLIMIT_FSIZE, _capped(self.file_mb, resource.RLIMIT_FSIZE, 2**20) * 2**20),
+            (resource.RLIMIT_NOFILE, _capped(self.open_files, resource.RLIMIT_NOFILE, 1)),
         ]
 
     def describe(self) -> str:
         return (f"{self.memory_mb} MB memory for all processes together, {self.cpu_s} s CPU, {self.processes} "
-                f"processes, {self.file_mb} MB files, {self.scratch_mb} MB scratch")
+                f"processes, {self.open_files} open files each, {self.file_mb} MB files, {self.scratch_mb} MB scratch")

@@ -11,8 +11,9 @@ Inside the sandbox a process has:
   memory that vanish with the sandbox; nothing of the grader's disk (perfaudit/autograde/isolation/boundary.py says
   what it may touch, and holds the one place the grader reaches in). The scratch folder starts as a copy of the
   grader's staged copy of the submission (regular files only);
-- rlimits on CPU seconds, address space, processes (threads count too) and the size of a written file, and a
-  memory limit on all its processes together (perfaudit/autograde/isolation/memory.py, applied by the kernel manager).
+- rlimits on CPU seconds, address space, processes (threads count too), open files and the size of a written file,
+  and a memory limit on all its processes together (perfaudit/autograde/isolation/memory.py, applied by the kernel
+  manager).
 
 The student's process never runs as the grader's account. As root, it drops to an unprivileged uid of its own (one
 per kernel, no groups), so RLIMIT_NPROC counts only that sandbox's processes (root is exempt from it). As any other
@@ -267,7 +268,7 @@ def base_env() -> dict[str, str]:
 def prlimit(limits: "SandboxLimits") -> list[str]:
     """The prlimit command prefix that applies the limits (soft = hard) to the command after it."""
     names = {resource.RLIMIT_CPU: "--cpu", resource.RLIMIT_AS: "--as", resource.RLIMIT_NPROC: "--nproc",
-             resource.RLIMIT_FSIZE: "--fsize"}
+             resource.RLIMIT_FSIZE: "--fsize", resource.RLIMIT_NOFILE: "--nofile"}
     return [shutil.which("prlimit") or "prlimit", *(f"{names[r]}={value}" for r, value in limits.rlimits()), "--"]
 
 

@@ -113,6 +113,9 @@ def probes(tmp_path_factory):
         "            time.sleep(30)\n            os._exit(0)\n        children.append(pid)\n    print('all forked')\n"
         "except OSError as e:\n    print(type(e).__name__, len(children))\nfinally:\n"
         "    for pid in children:\n        os.kill(pid, 9)\n        os.waitpid(pid, 0)",
+        "open_files": "import os\nheld = []\ntry:\n    while True:\n"
+        "        held.append(os.open('/dev/null', os.O_RDONLY))\n"
+        "except OSError as e:\n    print(type(e).__name__, len(held))\nfor fd in held:\n    os.close(fd)",
         "own_folder": "open('written.txt', 'w').write('mine')\nprint(open('given.txt').read())",
         "uid": "import os\nprint(os.getuid())",
         "kernel_folder": "import json\nfound = {}\nfor what, path, mode in (('append', "
@@ -183,6 +186,14 @@ def test_student_code_does_not_see_that_it_is_autograded(probes):
 def test_a_file_bigger_than_the_limit_cannot_be_written(probes):
     results, _, _ = probes
     assert results["big_file"].strip() == "OSError"  # EFBIG
+
+
+@needs_bubblewrap
+def test_opening_past_the_open_files_limit_fails(probes):
+    """processes x open files stays a small part of the machine's file table, which every process shares."""
+    results, _, limits = probes
+    name, opened = results["open_files"].split()
+    assert name == "OSError" and limits.open_files - 100 < int(opened) < limits.open_files  # EMFILE
 
 
 @needs_bubblewrap
