@@ -90,6 +90,19 @@ def instructor_notebook(nb: NotebookNode, resources: dict[str, Any] | None, conf
             "their names from it. Put source/ back and grade again.") from error
 
 
+# What the kernel says of its language, copied by nbclient into the graded notebook's metadata: only these keys, each
+# short text (a submitted ipykernel_launcher.py padded it with 60 MiB, past the notebook's output limit).
+LANGUAGE_INFO_KEYS = ("name", "version", "mimetype", "file_extension", "pygments_lexer", "nbconvert_exporter")
+LANGUAGE_INFO_CHARS = 100
+
+
+def kept_language_info(found: Any) -> NotebookNode:
+    """The kernel's language_info as the graded notebook keeps it: the known keys with short text values only."""
+    found = found if isinstance(found, dict) else {}
+    return NotebookNode({key: found[key] for key in LANGUAGE_INFO_KEYS
+                         if isinstance(found.get(key), str) and len(found[key]) <= LANGUAGE_INFO_CHARS})
+
+
 def not_run_error(reason: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=NOT_RUN, evalue=reason, traceback=[f"{NOT_RUN}: {reason}"])
 
@@ -208,6 +221,7 @@ class TrustedExecute(Execute):
             scratch=tempfile.mkdtemp(prefix="perfaudit-verdicts-"))
         try:
             nb, resources = super().preprocess(nb, resources, km)
+            nb.metadata["language_info"] = kept_language_info(nb.metadata.get("language_info"))
         except sandbox.SandboxUnavailable:
             raise
         except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
@@ -301,7 +315,10 @@ class TrustedExecute(Execute):
             super()._update_display_id(display_id, msg)
 
     def handle_comm_msg(self, outs: list[NotebookNode], msg: dict[str, Any], cell_index: int) -> None:
-        if not self.run.tested:
+        # A widget's state is kept in the grader (nbclient's widget_state, the notebook's metadata): it counts
+        # against the same limit as outputs, buffers too (a fresh attack had the grader hold gigabytes of it).
+        size = len(str(msg["content"])) + sum(len(buffer) for buffer in msg.get("buffers") or ())
+        if not self.run.tested and self._within_output_limit(size):
             super().handle_comm_msg(outs, msg, cell_index)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict[str, Any],

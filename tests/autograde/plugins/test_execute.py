@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import memory
-from perfaudit.autograde.plugins.execute import NOT_RUN, Run, TrustedExecute
+from perfaudit.autograde.plugins.execute import NOT_RUN, OUTPUT_DROPPED, Run, TrustedExecute
 from perfaudit.fixtures import samples
 from perfaudit.instructor import course
 
@@ -340,3 +340,46 @@ def test_the_kernel_is_killed_after_the_last_cell_so_nothing_of_the_student_s_ru
         stream._thread.join(timeout=30)  # the pipe ends when the last process holding it is gone
         assert not stream._thread.is_alive()
     assert "exit hook ran" not in raw.text(), raw.text()
+
+
+COMM_FLOOD = '''
+import uuid
+kernel = get_ipython().kernel
+blob = "A" * 2**20
+for _ in range(20):  # 20 MiB of widget state, in messages no frontend asked for
+    kernel.session.send(kernel.iopub_socket, "comm_open",
+                        {"comm_id": uuid.uuid4().hex, "target_name": "x", "data": {"state": {"s": blob}}},
+                        parent=kernel.get_parent("shell"))
+print("sent")
+'''
+
+
+def test_widget_state_the_kernel_sends_counts_against_the_output_limit(tmp_path):
+    """nbclient keeps each comm message's state in the grader; past the notebook's output limit it keeps none."""
+    execute = TrustedExecute(timeout=60, max_output_bytes=4 * 2**20)
+    nb = new_notebook(cells=[new_code_cell(COMM_FLOOD), new_code_cell("print('after')")])
+    nb, _ = execute.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    kept = sum(len(str(state)) for state in execute.widget_state.values())
+    assert 2**20 < kept <= 4 * 2**20  # some kept, within the limit
+    assert [o.get("text") for o in nb.cells[1].outputs] == [OUTPUT_DROPPED]  # the limit is the notebook's, shared
+
+
+def test_the_kernel_s_language_info_is_kept_short_in_the_graded_notebook(tmp_path):
+    """nbclient copies it from the kernel's kernel_info reply: a submitted ipykernel_launcher.py that pads it gets
+    the known keys kept, short, and nothing else."""
+    (tmp_path / "ipykernel_launcher.py").write_text('''
+import os, runpy, sys
+from ipykernel.ipkernel import IPythonKernel
+info = dict(IPythonKernel.language_info)
+info["padding"] = "B" * (8 * 2**20)
+info["version"] = "3" * 1000
+IPythonKernel.language_info = info
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+sys.modules.pop("ipykernel_launcher", None)
+runpy.run_module("ipykernel_launcher", run_name="__main__")
+''')
+    nb = _run(["print('ran')"], tmp_path, timeout=60)
+    assert [o.get("text") for o in nb.cells[0].outputs] == ["ran\n"]
+    assert dict(nb.metadata.language_info) == {"name": "python", "mimetype": "text/x-python",
+                                               "file_extension": ".py", "pygments_lexer": "ipython3",
+                                               "nbconvert_exporter": "python"}
