@@ -9,4 +9,5 @@ memory.py      all of a submission's processes within one memory limit (a cgroup
 oomlog.py      the kernel log's OOM kills: which process the machine's OOM killer chose, and why
 proctree.py    a process tree as /proc shows it, for the memory watchdog
 submission.py  a submitted folder may hold regular files only; the grader reads it here and nowhere else
+syscalls.py    the system calls student code may not make (the kernel's keyrings): a seccomp filter
 """

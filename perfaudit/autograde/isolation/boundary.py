@@ -68,13 +68,13 @@ class HostFolder:
             for name in files:
                 os.chmod(os.path.join(root, name), 0o644)
 
-    def write(self, name: str, text: str) -> Path:
-        """A file of the grader's, for the sandbox to read through a read-only bind."""
+    def write(self, name: str, content: str | bytes) -> Path:
+        """A file of the grader's, for the sandbox (or bubblewrap) to read."""
         path = self.path / name
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         os.fchmod(fd, 0o644)  # whatever the grader's umask: the sandbox's uid reads it
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content.encode() if isinstance(content, str) else content)
         return path
 
     def remove(self) -> None:

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 import perfaudit
 from perfaudit import paths
 from perfaudit.autograde.errors import SandboxUnavailable
-from perfaudit.autograde.isolation import memory
+from perfaudit.autograde.isolation import memory, syscalls
 from perfaudit.autograde.isolation.boundary import SOCKETS_BYTES, HostFolder
 
 if TYPE_CHECKING:
@@ -279,6 +279,7 @@ SCRATCH = HOME + "/work"
 SUBMISSION = HOME + "/submission"
 KERNEL_DIR = "/run/kernel"  # the kernel's sockets: a capped folder in memory, sealed once they are bound
 CONNECTION_FILE = "/run/connection.json"  # the grader's copy for the kernel, read-only
+SECCOMP_FD = 9  # the descriptor bubblewrap reads the seccomp filter from (syscalls.py)
 # Copies the submission into the fresh scratch folder, then becomes the kernel (argv after the script).
 def _answer_folders():
     """What of the course package holds answers (paths.ANSWER_FOLDERS): perfaudit/answer_key/, which hidden tests use
@@ -310,8 +311,15 @@ def command(argv: Sequence[str], *, submission: str | Path, host: HostFolder, li
         if not unsandboxed_allowed():
             raise SandboxUnavailable(_unavailable_message(why))
         return [*prlimit(limits), *argv] if shutil.which("prlimit") else list(argv)
+    seccomp = syscalls.program()
+    opened = []  # what bubblewrap reads from a descriptor: the seccomp filter, on SECCOMP_FD
+    if seccomp is not None:
+        written = host.path / "seccomp.bpf"  # once per kernel: a restart launches again with the same folder
+        written = written if written.exists() else host.write(written.name, seccomp)
+        opened = ["/bin/sh", "-c", f'exec "$@" {SECCOMP_FD}<"$0"', str(written)]
     args = [
-        *_own_namespace(), _bwrap_path(),
+        *opened, *_own_namespace(), _bwrap_path(),
+        *(["--seccomp", str(SECCOMP_FD)] if seccomp is not None else []),
         "--die-with-parent", "--new-session",
         "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", "sandbox",

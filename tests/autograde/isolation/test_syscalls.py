@@ -1,0 +1,69 @@
+"""The seccomp filter (perfaudit/autograde/isolation/syscalls.py): read by a small interpreter of classic BPF here,
+and installed for real by bubblewrap in a graded kernel."""
+
+import struct
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from perfaudit.autograde.isolation import sandbox, syscalls
+from perfaudit.autograde.plugins.execute import TrustedExecute
+
+ALLOW, REFUSE = 0x7FFF0000, 0x00050001
+
+
+def _run(program, arch, nr):
+    """What the filter returns for a call (classic BPF: load a word of seccomp_data, jump if equal / greater or
+    equal, return)."""
+    ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
+    data, pc, accumulator = {0: nr, 4: arch}, 0, 0
+    while True:
+        code, jt, jf, k = ops[pc]
+        if code == 0x20:
+            accumulator = data[k]
+        elif code in (0x15, 0x35):
+            matched = accumulator == k if code == 0x15 else accumulator >= k
+            pc += jt if matched else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unknown op {code:#x}")
+        pc += 1
+
+
+@pytest.mark.parametrize("machine, arch, keyrings, other", [
+    ("x86_64", 0xC000003E, (248, 249, 250), (0, 1, 59, 231, 247, 251, 435)),
+    ("aarch64", 0xC00000B7, (217, 218, 219), (0, 56, 63, 216, 220)),
+])
+def test_the_keyring_calls_are_refused_and_every_other_call_allowed(machine, arch, keyrings, other):
+    program = syscalls.program(machine)
+    assert [_run(program, arch, nr) for nr in keyrings] == [REFUSE] * 3
+    assert [_run(program, arch, nr) for nr in other] == [ALLOW] * len(other)
+    assert _run(program, 0x40000003, 0) == REFUSE  # another architecture's calls (i386 on x86_64): none
+
+
+def test_x32_calls_are_refused_on_x86_64():
+    assert _run(syscalls.program("x86_64"), 0xC000003E, 0x40000000 | 250) == REFUSE
+    assert _run(syscalls.program("x86_64"), 0xC000003E, 0x40000000) == REFUSE
+
+
+def test_an_unknown_architecture_gets_no_filter():
+    assert syscalls.program("riscv64") is None
+
+
+KEYRINGS = """
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+for name, call in (("keyctl", lambda: libc.syscall(keyctl, 0, -3, 0)),  # the session keyring's id
+                   ("add_key", lambda: libc.syscall(add_key, b"user", b"k", b"v", 1, -4))):  # into the user keyring
+    print(name, call(), os.strerror(ctypes.get_errno()))
+"""
+
+
+@pytest.mark.skipif(not sandbox.available()[0] or syscalls.program() is None, reason="no sandbox or filter here")
+def test_a_graded_kernel_reaches_no_keyring(tmp_path):
+    nb = new_notebook(cells=[new_code_cell(KEYRINGS)])
+    nb, _ = TrustedExecute(timeout=60).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    assert "".join(o.get("text", "") for o in nb.cells[0].outputs) == (
+        "keyctl -1 Operation not permitted\nadd_key -1 Operation not permitted\n")
