@@ -271,4 +271,4 @@ def test_the_course_commands_run_as_written(tmp_path):
     assert _run(status, tmp_path).splitlines()[:3] == [
         f"ledger: {tmp_path / 'gradebook.db.serve.json'}",
         f"log: {tmp_path / 'autograded' / '.batch-grading' / 'serve.log'}",
-        "submissions: queued 0, grading 0, graded 0, limited 0, failed 0, refused 0"]
+        "submissions: queued 0, grading 0, graded 0, limited 0, failed 0, refused 0, skipped 0"]
