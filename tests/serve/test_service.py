@@ -141,12 +141,12 @@ def _entry(inbound, name, student, kind="folder", mode=0o770, secret="s3cret"):
 @pytest.fixture
 def shared_course():
     """A course folder and a real exchange where the service's account (SERVICE) owns the course's folders and
-    inbound/ is 2733, as perfaudit/hub/exchange.py makes it; outside pytest's folder, which only root reaches."""
+    inbound/ is 3733, as perfaudit/hub/exchange.py makes it; outside pytest's folder, which only root reaches."""
     shared = Path(tempfile.mkdtemp(prefix="perfaudit-inbound-"))
     shared.chmod(0o755)
     service_uid, service_gid = pwd.getpwnam(SERVICE).pw_uid, pwd.getpwnam(SERVICE).pw_gid
     course_exchange = shared / "exchange" / "course101"
-    for folder, mode in ((shared / "course", 0o750), (course_exchange, 0o755), (course_exchange / "inbound", 0o2733),
+    for folder, mode in ((shared / "course", 0o750), (course_exchange, 0o755), (course_exchange / "inbound", 0o3733),
                          (course_exchange / "feedback", 0o711)):
         folder.mkdir(parents=True)
         os.chown(folder, service_uid, service_gid)
