@@ -61,6 +61,7 @@ c.Authenticator.admin_users = set()  # nobody reaches another person's server, i
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
 c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
+c.Spawner.args = [settings.PRIVATE_KERNELS]  # kernels on unix sockets in the person's private runtime folder
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
     "PATH": accounts_path,
@@ -97,6 +98,7 @@ c.JupyterHub.services = [
         "command": [*PRIVATE, str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
                     # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
                     # no nbgrader); the course's environment as the service has it, make feedback included.
+                    settings.PRIVATE_KERNELS,  # the instructors' kernels as private as students'
                     f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),

@@ -25,6 +25,11 @@ DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads
 # The proxy as make hub-proxy installs it (npm ci, perfaudit/hub/proxy/package-lock.json): nothing fetched at start.
 PROXY = paths.ROOT / ".hub" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+# Kernels speak to their server over unix sockets in the account's private runtime folder (0700), not loopback TCP:
+# every account sees every listening port (/proc/net/tcp), and a kernel's output channel needs no key to read.
+# jupyter_client's setting, given to each person's server, Formgrader, and nbgrader's Validate in students' servers.
+KERNEL_TRANSPORT = "ipc"
+PRIVATE_KERNELS = f"--KernelManager.transport={KERNEL_TRANSPORT}"
 # Where the hub makes a Python every account runs, when the course venv's is root's alone (perfaudit/hub/userenv.py).
 ACCOUNTS_PYTHON = paths.ROOT / ".hub" / "accounts-python"
 
