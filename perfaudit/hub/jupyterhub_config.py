@@ -86,7 +86,9 @@ PRIVATE = ["/bin/sh", "-c", f"umask {preflight.PRIVATE_UMASK:03o} && exec \"$0\"
 as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
 service_python = python if as_owner else hub.venv_bin / "python"
 hub_path = os.pathsep.join([str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
-service_environment = {"PATH": accounts_path if as_owner else hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+# What make hub's check runs with too (perfaudit/hub/preflight.py), so that what it passes the service meets.
+service_environment = (preflight.services_environment(hub, python) if as_owner else
+                       {"PATH": hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)})
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
@@ -96,9 +98,9 @@ c.JupyterHub.services = [
         # makes) is born without other accounts' permissions; released pages are opened on purpose
         # (perfaudit/hub/release_feedback.py).
         "command": [*PRIVATE, str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+                    settings.PRIVATE_KERNELS,  # the instructors' kernels as private as students'
                     # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
                     # no nbgrader); the course's environment as the service has it, make feedback included.
-                    settings.PRIVATE_KERNELS,  # the instructors' kernels as private as students'
                     f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
