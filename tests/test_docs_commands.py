@@ -183,7 +183,7 @@ NOT_RUN = {
     "network (.ci/run installs bubblewrap so on CI)",
     "apt-get install chromium postgresql nodejs npm": "installs system packages, as root, from the network (.ci/run "
     "does)",
-    "apt-get install python3.11 python3.11-venv make bubblewrap nodejs npm": "installs system packages, as root, "
+    "apt-get install python3.11 python3.11-venv make bubblewrap nodejs": "installs system packages, as root, "
     "from the network (.ci/run installs nodejs and npm so on CI)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "

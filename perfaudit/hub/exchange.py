@@ -166,13 +166,14 @@ def protect(course_dir):
     """Take every permission of other accounts off everything in the course directory but what students' servers
     need (STUDENTS_READ), and off the package's answers (the grader's own modules stay readable: student kernels
     import perfaudit.autograde.wire.agent in the sandbox). The course directory itself keeps only other accounts' search
-    permission: their servers reach the venv and the package by path, and nobody lists what else is there.
+    permission: their servers reach the venv and the package by path, and nobody lists what else is there. What the
+    package's public part needs to be imported is opened to them (read, and search on folders).
 
     Run as root in a folder the course's owner writes: no link is followed (a link is left as it is, a folder
     reached through a link is not changed), each entry opened in its opened folder and its mode set on it (fchmod)."""
     course = os.open(Path(course_dir), NO_FOLLOW_DIR)
     try:
-        os.fchmod(course, stat.S_IMODE(os.fstat(course).st_mode) & ~0o006)
+        os.fchmod(course, stat.S_IMODE(os.fstat(course).st_mode) & ~0o006 | 0o001)
         for name in os.listdir(course):
             if name not in STUDENTS_READ:
                 _close_to_others(course, name)
@@ -181,12 +182,33 @@ def protect(course_dir):
         except OSError:
             return  # no package, or a link to one: nothing of it is changed
         try:
+            _open_to_others(package, skip=paths.ANSWER_FOLDERS)
             for name in paths.ANSWER_FOLDERS:
                 _close_to_others(package, name)
         finally:
             os.close(package)
     finally:
         os.close(course)
+
+
+def _open_to_others(package_fd, skip):
+    """What students' kernels import, readable by every account: each folder and file of the package but the
+    folders named in skip (a clone made under umask 077 leaves its modules 0600, and a student's import fails).
+    Read (and search, where its owner has it) added on each entry opened without following a link."""
+    os.fchmod(package_fd, stat.S_IMODE(os.fstat(package_fd).st_mode) | 0o055)
+    for _, dirs, files, where in os.fwalk(dir_fd=package_fd, follow_symlinks=False):
+        dirs[:] = [name for name in dirs if name not in skip]  # the answers stay closed, and all under them
+        for name in dirs + files:
+            try:
+                entry = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=where)
+            except OSError:
+                continue  # a link, a socket, gone since listed: left as it is
+            try:
+                found = stat.S_IMODE(os.fstat(entry).st_mode)
+                os.fchmod(entry, found | 0o044 | (0o011 if found & 0o100 else 0))
+            finally:
+                os.close(entry)
+        files.clear()
 
 
 def _close_to_others(folder_fd, name):

@@ -170,3 +170,25 @@ def test_protect_and_keep_private_follow_no_link(tmp_path):
     assert mode(database) == "0o644"
     exchange.keep_private(course / "made.sqlite")
     assert mode(course / "made.sqlite") == "0o600"
+
+
+def test_protect_opens_what_students_import_of_a_clone_made_under_umask_077(tmp_path):
+    """docs/hub.md's clone under umask 077 left perfaudit/*.py 0600: students' kernels could not import it (and
+    nbgrader blamed an unwritable exchange). make hub opens the package's public part, and nothing else."""
+    course = tmp_path / "course"
+    previous = os.umask(0o077)
+    try:
+        for folder in ("perfaudit/checks", "perfaudit/answer_key", "source"):
+            (course / folder).mkdir(parents=True)
+        for name in ("perfaudit/__init__.py", "perfaudit/checks/traces.py", "perfaudit/answer_key/answers.py",
+                     "source/solution.ipynb"):
+            (course / name).write_text("")
+    finally:
+        os.umask(previous)
+    exchange.protect(course)
+    assert {p: mode(course / p) for p in ("", "perfaudit", "perfaudit/checks", "perfaudit/__init__.py",
+                                          "perfaudit/checks/traces.py")} == {
+        "": "0o701", "perfaudit": "0o755", "perfaudit/checks": "0o755", "perfaudit/__init__.py": "0o644",
+        "perfaudit/checks/traces.py": "0o644"}
+    assert {p: mode(course / p) for p in ("perfaudit/answer_key", "perfaudit/answer_key/answers.py", "source")} == {
+        "perfaudit/answer_key": "0o700", "perfaudit/answer_key/answers.py": "0o600", "source": "0o700"}
