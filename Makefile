@@ -98,7 +98,7 @@ ROSTER ?= roster.txt
 COURSE_OWNER := $(shell stat -c %U $(CURDIR))
 AS_COURSE_OWNER := $(if $(and $(filter 0,$(shell id -u)),$(filter-out root,$(COURSE_OWNER))),runuser -u $(COURSE_OWNER) --)
 
-hub-venv:
+hub-venv:  ## the course's venv, made by the course's owner under umask 022 when root runs it (hub, hub-users)
 	$(AS_COURSE_OWNER) sh -c 'umask 022 && exec $(MAKE) --no-print-directory $(VENV)/installed'
 
 hub: hub-venv $(HUB_PROXY)  ## the course's JupyterHub on this machine, port 8000 (as root; docs/hub.md): PAM logins, Formgrader, the grading service

@@ -25,6 +25,7 @@ The other make targets (make help says what each does):
   make bench-grading   benchmark: batch grading on local workers and a Dask cluster against plain nbgrader
   make bench-load      benchmark: every sample graded by both graders on a busy machine
   make hub-proxy       JupyterHub's pinned proxy installed into .hub/node
+  make hub-venv        the course's venv, made by the course's owner when root runs it (make hub, make hub-users)
   make clean           remove what can be made again; student work and grades are kept
   make reset-course    a new term: DELETES submissions, the gradebook, autograded/, feedback/ and the exchange
 
