@@ -60,7 +60,9 @@ c.LocalAuthenticator.allowed_groups = {students, instructors}
 c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
-c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
+# Under the per-person limits (perfaudit/hub/limits.py): memory per process, processes per account, nice 10.
+c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
+c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
 c.Spawner.args = [settings.PRIVATE_KERNELS]  # kernels on unix sockets in the person's private runtime folder
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
@@ -116,4 +118,11 @@ c.JupyterHub.services = [
         "environment": service_environment,
         **as_owner,
     }] if hub.grading else []),
+    {   # Each student's memory in total under their share (perfaudit/hub/watchdog.py): as the hub (root), which alone
+        # may stop another account's process; no web page, no route through the proxy, no token's use.
+        "name": "limits",
+        "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.hub.watchdog", students,
+                    "--memory", str(hub.limits.memory_bytes)],
+        "environment": {"PATH": hub_path},
+    },
 ]

@@ -493,6 +493,27 @@ def kernels_are_private(kernel):
     assert connection.parent.stat().st_mode & 0o777 == 0o700, connection.parent  # (jupyter makes it 1700)
 
 
+def runs_under_the_limits(kernel):
+    """A student's kernel and the server that started it run under the hub's limits (perfaudit/hub/limits.py): the
+    memory of each process capped, their processes counted, their priority lowered."""
+    limits = settings.from_environment().limits
+    for process in (kernel, kernel.parent()):
+        found = {line[:26].strip(): line[26:].split()[:2] for line in
+                 Path(f"/proc/{process.pid}/limits").read_text().splitlines()[1:]}  # prlimit(2) may be refused
+        assert found["Max address space"] == [str(limits.memory_bytes)] * 2, (process.cmdline(), found)
+        assert found["Max processes"] == [str(limits.processes)] * 2, (process.cmdline(), found)
+        assert process.nice() == limits.nice, process.cmdline()
+
+
+def the_class_s_memory_is_watched(hub):
+    """The hub's limits service (perfaudit/hub/watchdog.py) runs, as root (it stops another account's process), over
+    the course's students with their share (tests/hub/test_watchdog.py shows what it stops)."""
+    group, share = f"nbgrader-{hub['course_id']}", str(settings.from_environment().limits.memory_bytes)
+    watching = [p for p in psutil.process_iter(["cmdline", "username"])
+                if {"perfaudit.hub.watchdog", group, share} <= set(p.info["cmdline"] or [])]
+    assert [p.info["username"] for p in watching] == ["root"], watching
+
+
 # A classmate's kernel on loopback TCP (jupyter_client's default): what the attacker must reach, to show the probe
 # would find the hub's kernels if they listened there.
 TCP_KERNEL = """
@@ -610,7 +631,10 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
             text = fetch_feedback(page, hub, name)
             assert f"{STEM} (Score: {SUBMISSIONS[chosen[name]]:.1f} / 5.0)" in text, text[:2000]
         # The first student works in a kernel of their JupyterLab, which prints their work (the attacker tries it).
-        kernels_are_private(start_printing_kernel(page_1, f"{hub['url']}/user/{first}"))
+        kernel = start_printing_kernel(page_1, f"{hub['url']}/user/{first}")
+        kernels_are_private(kernel)
+        runs_under_the_limits(kernel)
+        the_class_s_memory_is_watched(hub)
 
         # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
         for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",
