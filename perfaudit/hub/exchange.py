@@ -223,6 +223,24 @@ def _close_to_others(folder_fd, name):
         os.close(entry)
 
 
+def state_problem(folder):
+    """Why root should not keep the hub's own files in folder (its database with every user's tokens, the cookie
+    secret, the first passwords, the Python every account runs), in one line; None when it is root's. It sits in
+    the course directory, which the course's owner writes: a .hub/ they made, or may write, could hold a link where
+    root writes next."""
+    try:
+        found = os.lstat(folder)
+    except FileNotFoundError:
+        return None  # made by root now
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+        return f"refused: the hub's state folder {folder} is not a folder (a link?); remove it: root makes it"
+    if found.st_uid != os.geteuid() or found.st_mode & 0o022:
+        return (f"refused: the hub's state folder {folder} belongs to {_account(found.st_uid)} (mode "
+                f"{oct(stat.S_IMODE(found.st_mode))}); root keeps the hub's database and passwords there, so only "
+                f"root may write in it: chown root: {folder} && chmod go-w {folder}, or remove it")
+    return None
+
+
 def keep_private(path):
     """A file that is its owner's alone (0600): made so when missing (an empty SQLite file is a new database),
     its mode set when present; a link there is refused (Refused), not followed."""

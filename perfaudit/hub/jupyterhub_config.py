@@ -35,6 +35,8 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
 c.ConfigurableHTTPProxy.command = [str(settings.PROXY)]
+if exchange.state_problem(hub.state):  # a folder the course's owner writes could hold a link where root writes next
+    raise SystemExit(exchange.state_problem(hub.state))
 hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and cookie secret: root's alone
 # The state folder may be open to every account (make hub-users made it first, and .hub/accounts-python in it is what
 # each JupyterLab runs): the database, with every user's tokens, is the hub's alone whatever its folder's mode. The

@@ -192,3 +192,21 @@ def test_protect_opens_what_students_import_of_a_clone_made_under_umask_077(tmp_
         "perfaudit/checks/traces.py": "0o644"}
     assert {p: mode(course / p) for p in ("perfaudit/answer_key", "perfaudit/answer_key/answers.py", "source")} == {
         "perfaudit/answer_key": "0o700", "perfaudit/answer_key/answers.py": "0o600", "source": "0o700"}
+
+
+def test_the_hub_s_state_folder_is_root_s_alone_or_refused(tmp_path):
+    """The hub keeps its database, cookie secret and first passwords in .hub/ of the course directory, which the
+    course's owner writes: a .hub/ they made or may write (or a link there) is refused in one line."""
+    state = tmp_path / "state"
+    assert exchange.state_problem(state) is None  # root makes it
+    state.mkdir(mode=0o755)
+    assert exchange.state_problem(state) is None
+    state.chmod(0o775)
+    assert "only root may write in it" in exchange.state_problem(state)
+    state.chmod(0o755)
+    os.chown(state, pwd.getpwnam("nobody").pw_uid, -1)
+    said = exchange.state_problem(state)
+    assert said.startswith(f"refused: the hub's state folder {state} belongs to nobody") and "\n" not in said
+    state.rmdir()
+    state.symlink_to(tmp_path)
+    assert "is not a folder (a link?)" in exchange.state_problem(state)

@@ -7,6 +7,7 @@ import stat
 import sys
 from pathlib import Path
 
+import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
@@ -74,3 +75,13 @@ def test_each_person_s_server_starts_under_the_limits(monkeypatch):
     assert command[:4] == [shutil.which("prlimit"), f"--as={2**30}", "--nproc=512", "--"], command
     assert command[4:7] == [shutil.which("nice"), "-n", "10"] and command[-2:] == ["-m", "jupyterhub.singleuser"]
     assert config.Spawner.mem_limit == 2**30
+
+
+def test_the_hub_refuses_a_state_folder_another_account_may_write(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chown(state, pwd.getpwnam("nobody").pw_uid, -1)  # the course's owner's, say: a link there, and root writes
+    monkeypatch.setenv("PERFAUDIT_HUB_STATE", str(state))
+    with pytest.raises(SystemExit, match=f"refused: the hub's state folder {state} belongs to nobody"):
+        PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    assert list(state.iterdir()) == []
