@@ -2,14 +2,17 @@
 
 import os
 import pwd
+import secrets
 import shutil
 import stat
+import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 import switch_user
 
+from perfaudit import paths
 from perfaudit.hub import exchange
 
 
@@ -210,3 +213,35 @@ def test_the_hub_s_state_folder_is_root_s_alone_or_refused(tmp_path):
     state.rmdir()
     state.symlink_to(tmp_path)
     assert "is not a folder (a link?)" in exchange.state_problem(state)
+
+
+def test_a_clone_made_as_docs_hub_md_says_is_closed_until_make_hub_opens_what_students_import(tmp_path):
+    """docs/hub.md's step 1, run as written (install -d, then the owner's clone under umask 077; runuser for sudo):
+    nothing of the clone is another account's to read; make hub's protect() then opens the package's public part,
+    and only it. Before, the doc's chmod 755 of the folders left perfaudit/*.py 0600 and students' imports failed."""
+    owner = f"paclone{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--create-home", owner], check=True)
+    shared = Path(tempfile.mkdtemp(prefix="perfaudit-clone-"))
+    try:
+        shared.chmod(0o755)
+        course, remote = shared / "course", shared / "remote.git"  # the remote: this repository, a bare copy
+        subprocess.run(["git", "clone", "-q", "--bare", str(paths.ROOT), str(remote)], check=True)
+        subprocess.run(["chown", "-R", owner, str(remote)], check=True)  # git clones only what its reader owns here
+        subprocess.run(["install", "-d", "-o", owner, "-g", owner, "-m", "0700", str(course)], check=True)
+        cloned = subprocess.run(["runuser", "-u", owner, "--", "sh", "-c", f"umask 077 && git clone -q "
+                                 f"file://{remote} {course}"], capture_output=True, text=True)
+        assert cloned.returncode == 0, cloned.stderr
+        public, answers = course / "perfaudit" / "__init__.py", course / "perfaudit" / "answer_key" / "answers.py"
+
+        def reads(path):
+            return subprocess.run(["runuser", "-u", "nobody", "--", "head", "-c", "1", str(path)],
+                                  capture_output=True).returncode == 0
+
+        assert not reads(public) and not reads(answers)  # the window the doc's umask keeps shut
+        exchange.protect(course)  # what make hub does at each start
+        assert reads(public) and reads(course / "perfaudit" / "checks" / "__init__.py")
+        assert not reads(answers) and not reads(course / "README.md")
+        assert mode(course) == "0o701" and {p.owner() for p in course.rglob("*")} == {owner}
+    finally:
+        shutil.rmtree(shared)
+        subprocess.run(["userdel", "--remove", owner], capture_output=True)
