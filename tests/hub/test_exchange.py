@@ -6,6 +6,7 @@ import secrets
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -245,3 +246,23 @@ def test_a_clone_made_as_docs_hub_md_says_is_closed_until_make_hub_opens_what_st
     finally:
         shutil.rmtree(shared)
         subprocess.run(["userdel", "--remove", owner], capture_output=True)
+
+
+def test_make_hub_stops_at_a_planted_link_with_its_one_line(tmp_path):
+    """python -m perfaudit.hub.exchange (make hub's first step, as root): a link at the course's inbound/ stops it
+    before anything is changed, with the refusal as its only line."""
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(paths.ROOT / "nbgrader_config.py", course)
+    os.chown(course, pwd.getpwnam("nobody").pw_uid, -1)  # not root's: make hub's first refusal is not this one
+    victim = _planted(tmp_path)
+    (tmp_path / "exchange" / "jax-performance-audit").mkdir(parents=True)
+    (tmp_path / "exchange" / "jax-performance-audit" / "inbound").symlink_to(victim)
+    env = {**os.environ, "PERFAUDIT_HUB_COURSE": str(course), "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"),
+           "PERFAUDIT_HUB_STATE": str(tmp_path / "state")}
+    done = subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout == "", done.stdout + done.stderr
+    assert done.stderr.startswith(f"refused: {tmp_path / 'exchange' / 'jax-performance-audit' / 'inbound'} is a "
+                                  f"link (to {victim}") and done.stderr.count("\n") == 1, done.stderr
+    _untouched(victim)
+    assert mode(course) == "0o755"  # stopped before protect(): nothing of the course changed either
