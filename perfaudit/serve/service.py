@@ -112,7 +112,10 @@ class Service:
             submitted_at = min(stamped.replace(tzinfo=timezone.utc).timestamp(), now)
             record: dict[str, Any] = {"student": student, "seen_at": now, "submitted_at_s": submitted_at,
                                       "status": "queued", "gradings": 0}
-            claimed_by = exchange.owner(self.inbound(name))
+            try:
+                claimed_by = exchange.owner(self.inbound(name))
+            except FileNotFoundError:
+                continue  # its student removed it since the scan: nothing to grade or tell
             unsafe = exchange.unsafe(self.inbound(name), self.coursedir.ignore)
             if self.limits.check_owner and claimed_by != student:
                 record.update(decision="refuse", status="refused", message=f"submitted under the name {student} by "

@@ -65,6 +65,8 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
         return [(folder.name, f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
 
     def closed(error: OSError) -> None:  # a folder this account may not list (its student closed it)
+        if isinstance(error, FileNotFoundError):
+            return  # gone (or never there): nothing in it to refuse, as before
         where = Path(error.filename or folder)
         found.append((str(where.relative_to(folder)) if where != folder else ".",
                       f"a folder the grader may not open ({error.strerror}{_mode_of(where)})"))
