@@ -24,7 +24,7 @@ PYTEST_ARGS ?=
 TEST_PROCESSES ?= 3
 
 .PHONY: help demo test test-fast test-catalog lint lab release check grade feedback serve bench-grading bench-load clean \
-    reset-course student-copy hub hub-proxy hub-users
+    reset-course student-copy hub hub-proxy hub-users hub-venv
 .DEFAULT_GOAL := help
 
 help:  ## list the targets and what each does
@@ -92,7 +92,16 @@ HUB_PROXY := .hub/node/node_modules/.bin/configurable-http-proxy
 # A roster for make hub-users: one `name student` or `name instructor` a line.
 ROSTER ?= roster.txt
 
-hub: $(VENV)/installed $(HUB_PROXY)  ## the course's JupyterHub on this machine, port 8000 (as root; docs/hub.md): PAM logins, Formgrader, the grading service
+# As root in a course another account owns (sudo make hub-users, sudo make hub: docs/hub.md), the venv is made by that
+# account, under umask 022: nothing of it is root's in the course (a root-owned perfaudit.egg-info, closed to other
+# accounts by make hub, stopped the grading service at every start), and every account's JupyterLab runs it.
+COURSE_OWNER := $(shell stat -c %U $(CURDIR))
+AS_COURSE_OWNER := $(if $(and $(filter 0,$(shell id -u)),$(filter-out root,$(COURSE_OWNER))),runuser -u $(COURSE_OWNER) --)
+
+hub-venv:  ## the course's venv, made by the course's owner under umask 022 when root runs it (hub, hub-users)
+	$(AS_COURSE_OWNER) sh -c 'umask 022 && exec $(MAKE) --no-print-directory $(VENV)/installed'
+
+hub: hub-venv $(HUB_PROXY)  ## the course's JupyterHub on this machine, port 8000 (as root; docs/hub.md): PAM logins, Formgrader, the grading service
 	python -m perfaudit.hub.exchange
 	jupyterhub -f perfaudit/hub/jupyterhub_config.py
 
@@ -104,7 +113,7 @@ $(HUB_PROXY): perfaudit/hub/proxy/package.json perfaudit/hub/proxy/package-lock.
 	npm ci --prefix .hub/node --no-audit --no-fund
 	touch $@
 
-hub-users: $(VENV)/installed  ## the class's Linux accounts from ROSTER=roster.txt (`name student|instructor` a line; as root); first passwords in .hub/passwords.txt
+hub-users: hub-venv  ## the class's Linux accounts from ROSTER=roster.txt (`name student|instructor` a line; as root); first passwords in .hub/passwords.txt
 	python -m perfaudit.hub.accounts add $(ROSTER)
 
 # clean never touches student work or grades: submitted/, gradebook.db (manual grades too), autograded/, feedback/.

@@ -10,6 +10,7 @@ Commands, one module each, run from the course directory (in brackets: the make 
   python -m perfaudit.hub.accounts   the class's local accounts from a roster [make hub-users]
   python -m perfaudit.hub.exchange   the hub's shared exchange, and the course folders students must not read [make hub]
   python -m perfaudit.hub.people     the class's names in the gradebook, for Formgrader's list [make hub]
+  python -m perfaudit.hub.watchdog   each student's memory in total under their share, a hub service [make hub]
   python -m perfaudit.coldstart      the first call of a cold process, with and without a persistent cache (JSON)
   python -m perfaudit.sweep          steady calls across input sizes: where computation overtakes dispatch (JSON)
   python -m perfaudit.decompose      where the first call's time goes, measured two independent ways (JSON)
@@ -25,6 +26,7 @@ The other make targets (make help says what each does):
   make bench-grading   benchmark: batch grading on local workers and a Dask cluster against plain nbgrader
   make bench-load      benchmark: every sample graded by both graders on a busy machine
   make hub-proxy       JupyterHub's pinned proxy installed into .hub/node
+  make hub-venv        the course's venv, made by the course's owner when root runs it (make hub, make hub-users)
   make clean           remove what can be made again; student work and grades are kept
   make reset-course    a new term: DELETES submissions, the gradebook, autograded/, feedback/ and the exchange
 

@@ -1,5 +1,7 @@
 """The Makefile: `make help` lists every target with its comment; `make clean` keeps student work and grades."""
 
+import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -76,3 +78,28 @@ def test_what_grading_writes_beside_the_gradebook_is_ignored_by_git():
     done = subprocess.run(["git", "check-ignore", "--no-index", *beside], cwd=paths.ROOT, capture_output=True,
                           text=True)
     assert sorted(done.stdout.split()) == beside
+
+
+def test_as_root_in_a_course_another_account_owns_the_venv_is_made_by_that_account(tmp_path):
+    """sudo make hub-users (and make hub) made .venv and perfaudit.egg-info root's in the course; make hub then closed
+    the egg-info and the grading service, the course's owner, died on it. Root's make runs the venv's recipe as the
+    course's owner, under umask 022 (every account runs the venv). Shown with make -n: the sub-make runs as the
+    owner and prints the recipe it would run."""
+    if os.geteuid() != 0:
+        pytest.skip("what root's make does")
+    course = tmp_path / "course"
+    course.mkdir()
+    for name in ("Makefile", "requirements-cpu.txt", "pyproject.toml"):
+        shutil.copy(paths.ROOT / name, course)
+    tmp_path.chmod(0o755)
+    os.chown(course, pwd.getpwnam("nobody").pw_uid, -1)
+    env = {"PATH": os.environ["PATH"]}
+    for target in ("hub-users", "hub"):
+        said = subprocess.run(["make", "--no-print-directory", "-n", target, "PYTHON=/usr/bin/python3.11"], cwd=course,
+                              capture_output=True, text=True, env=env)
+        assert said.stdout.startswith("runuser -u nobody -- sh -c 'umask 022 && exec make --no-print-directory "
+                                      ".venv/installed'\n"), said.stdout + said.stderr
+        assert "/usr/bin/python3.11 -m venv .venv" in said.stdout, said.stdout + said.stderr
+    os.chown(course, 0, -1)  # a course root owns: make hub refuses it later, and the venv is root's as before
+    said = make("-n", "hub-venv", "PYTHON=/usr/bin/python3.11", cwd=course)
+    assert said.startswith("sh -c 'umask 022"), said

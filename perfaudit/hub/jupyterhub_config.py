@@ -35,6 +35,8 @@ c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
 c.ConfigurableHTTPProxy.command = [str(settings.PROXY)]
+if exchange.state_problem(hub.state):  # a folder the course's owner writes could hold a link where root writes next
+    raise SystemExit(exchange.state_problem(hub.state))
 hub.state.mkdir(mode=0o700, parents=True, exist_ok=True)  # its database and cookie secret: root's alone
 # The state folder may be open to every account (make hub-users made it first, and .hub/accounts-python in it is what
 # each JupyterLab runs): the database, with every user's tokens, is the hub's alone whatever its folder's mode. The
@@ -60,7 +62,10 @@ c.LocalAuthenticator.allowed_groups = {students, instructors}
 c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
-c.Spawner.cmd = [str(python), "-m", "jupyterhub.singleuser"]
+# Under the per-person limits (perfaudit/hub/limits.py): memory per process, processes per account, nice 10.
+c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
+c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
+c.Spawner.args = [settings.PRIVATE_KERNELS]  # kernels on unix sockets in the person's private runtime folder
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
     "PATH": accounts_path,
@@ -85,7 +90,9 @@ PRIVATE = ["/bin/sh", "-c", f"umask {preflight.PRIVATE_UMASK:03o} && exec \"$0\"
 as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
 service_python = python if as_owner else hub.venv_bin / "python"
 hub_path = os.pathsep.join([str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:/bin")])
-service_environment = {"PATH": accounts_path if as_owner else hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+# What make hub's check runs with too (perfaudit/hub/preflight.py), so that what it passes the service meets.
+service_environment = (preflight.services_environment(hub, python) if as_owner else
+                       {"PATH": hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)})
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
@@ -95,6 +102,7 @@ c.JupyterHub.services = [
         # makes) is born without other accounts' permissions; released pages are opened on purpose
         # (perfaudit/hub/release_feedback.py).
         "command": [*PRIVATE, str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
+                    settings.PRIVATE_KERNELS,  # the instructors' kernels as private as students'
                     # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
                     # no nbgrader); the course's environment as the service has it, make feedback included.
                     f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
@@ -112,4 +120,11 @@ c.JupyterHub.services = [
         "environment": service_environment,
         **as_owner,
     }] if hub.grading else []),
+    {   # Each student's memory in total under their share (perfaudit/hub/watchdog.py): as the hub (root), which alone
+        # may stop another account's process; no web page, no route through the proxy, no token's use.
+        "name": "limits",
+        "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.hub.watchdog", students,
+                    "--memory", str(hub.limits.memory_bytes)],
+        "environment": {"PATH": hub_path},
+    },
 ]

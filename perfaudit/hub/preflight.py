@@ -8,6 +8,7 @@ Each answer is one line.
 """
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,11 +16,32 @@ PRIVATE_UMASK = 0o007  # what the course's processes make is never other account
 CHECK_TIMEOUT_S = 300  # imports nbgrader, JAX's canary is not run: a minute on a busy machine
 
 
+# The system's commands, after the course's: never root's own PATH (a pyenv's shims under /root, /usr/sbin), which
+# no other account needs or may run.
+SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def services_path(python, venv_bin):
     """PATH of Formgrader, the grading service and each person's JupyterLab: the Python every account runs (with
-    the venv's commands beside it, when it is the thin venv), then the venv's own bin."""
-    return os.pathsep.join(dict.fromkeys([str(Path(python).parent), str(venv_bin),
-                                          os.environ.get("PATH", "/usr/bin:/bin")]))
+    the venv's commands beside it, when it is the thin venv), then the venv's own bin, then the system's."""
+    return os.pathsep.join(dict.fromkeys([str(Path(python).parent), str(venv_bin), SYSTEM_PATH]))
+
+
+def services_environment(hub, python):
+    """What the hub gives Formgrader and the grading service (c.JupyterHub.services' environment), beside what
+    JupyterHub adds itself (the account's HOME, USER, SHELL; its JUPYTERHUB_ variables)."""
+    return {"PATH": services_path(python, hub.venv_bin), "PERFAUDIT_EXCHANGE": str(hub.exchange)}
+
+
+def as_the_service_runs(hub, python):
+    """The environment the grading service runs with under the hub (JupyterHub's LocalProcessSpawner gives a service
+    its environment, the account's HOME, USER and SHELL, and of the hub's own only Spawner.env_keep), so a check
+    made with it meets what the service will meet."""
+    from jupyterhub.spawner import Spawner  # the hub's own package: seconds to import, for this check alone
+
+    kept = {key: os.environ[key] for key in Spawner().env_keep if key in os.environ}
+    return {**kept, **services_environment(hub, python), "HOME": hub.owner.pw_dir, "USER": hub.owner.pw_name,
+            "SHELL": hub.owner.pw_shell}
 
 
 def root_owned(hub):
@@ -32,12 +54,13 @@ def root_owned(hub):
 
 
 def run_as_owner(hub, python, *args):
-    """`python -m ARGS` as the course's owner, with the services' environment: the finished process."""
-    env = {**os.environ, "PATH": services_path(python, hub.venv_bin), "PERFAUDIT_EXCHANGE": str(hub.exchange),
-           "HOME": hub.owner.pw_dir}
-    as_owner = ["runuser", "-u", hub.owner.pw_name, "--"] if os.geteuid() == 0 and hub.owner.pw_uid != 0 else []
-    return subprocess.run([*as_owner, str(python), "-m", *args], cwd="/", env=env, capture_output=True, text=True,
-                          timeout=CHECK_TIMEOUT_S, umask=PRIVATE_UMASK)
+    """`python -m ARGS` as the grading service runs under the hub: as the course's owner, in the course directory
+    (Python puts it first on sys.path: what is there is read as the service reads it), with the service's
+    environment. The finished process."""
+    runuser = shutil.which("runuser") or "/usr/sbin/runuser"  # root's PATH finds it; the service's has no sbin
+    as_owner = [runuser, "-u", hub.owner.pw_name, "--"] if os.geteuid() == 0 and hub.owner.pw_uid != 0 else []
+    return subprocess.run([*as_owner, str(python), "-m", *args], cwd=hub.course, env=as_the_service_runs(hub, python),
+                          capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, umask=PRIVATE_UMASK)
 
 
 def last_line(done):

@@ -10,6 +10,8 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
     PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
     PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
+    PERFAUDIT_HUB_MEMORY     memory of each process of a person's server and kernels (default: 2G; limits.py)
+    PERFAUDIT_HUB_PROCESSES  processes and threads of each person's account (default: 512; limits.py)
 """
 
 import os
@@ -20,11 +22,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfaudit import paths
+from perfaudit.hub.limits import Limits, parse_bytes
 
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads
 # The proxy as make hub-proxy installs it (npm ci, perfaudit/hub/proxy/package-lock.json): nothing fetched at start.
 PROXY = paths.ROOT / ".hub" / "node" / "node_modules" / ".bin" / "configurable-http-proxy"
+# Kernels speak to their server over unix sockets in the account's private runtime folder (0700), not loopback TCP:
+# every account sees every listening port (/proc/net/tcp), and a kernel's output channel needs no key to read.
+# jupyter_client's setting, given to each person's server, Formgrader, and nbgrader's Validate in students' servers.
+KERNEL_TRANSPORT = "ipc"
+PRIVATE_KERNELS = f"--KernelManager.transport={KERNEL_TRANSPORT}"
 # Where the hub makes a Python every account runs, when the course venv's is root's alone (perfaudit/hub/userenv.py).
 ACCOUNTS_PYTHON = paths.ROOT / ".hub" / "accounts-python"
 
@@ -41,6 +49,7 @@ class HubSettings:
     serve_args: tuple
     grading: bool
     venv_bin: Path
+    limits: Limits
 
     @property
     def course_id(self):
@@ -72,4 +81,6 @@ def from_environment(env=os.environ):
         serve_args=tuple(shlex.split(env.get("PERFAUDIT_SERVE_ARGS", ""))),
         grading=env.get("PERFAUDIT_HUB_GRADING", "on") != "off",
         venv_bin=Path(sys.executable).parent,
+        limits=Limits(parse_bytes(env.get("PERFAUDIT_HUB_MEMORY") or "2G"),
+                      int(env.get("PERFAUDIT_HUB_PROCESSES") or 512)),
     )

@@ -18,7 +18,7 @@ from typing import Any
 from perfaudit.bookkeeping import statefolder
 
 FILE_SUFFIX = ".serve.json"  # beside a sqlite gradebook: gradebook.db.serve.json
-STATES = ("queued", "grading", "graded", "limited", "failed", "refused")
+STATES = ("queued", "grading", "graded", "limited", "failed", "refused", "skipped")
 
 
 def path_for(db_url: str, autograded_dir: str | Path) -> Path:
@@ -76,6 +76,9 @@ def status_lines(ledger: Ledger, now: float | None = None) -> list[str]:
     for name in sorted(n for n, r in ledger.submissions.items() if r["status"] in ("queued", "grading")):
         record = ledger.submissions[name]
         lines.append(f"  {record['status']:<8} {record['student']} waiting {now - record['seen_at']:.0f} s ({name})")
+    for name in ledger.in_state("skipped"):
+        record = ledger.submissions[name]
+        lines.append(f"  skipped  {record['student']}: {record['why']} ({name!r})")
     waits = [r["released_at"] - r["submitted_at_s"] for r in records if r.get("released_at")]
     graded = [r["released_at"] - r["submitted_at_s"] for r in records if r.get("released_at") and
               r["status"] == "graded"]

@@ -37,7 +37,7 @@ from perfaudit.grade.outcome import Kind, Outcome
 from perfaudit.grade.session import GradingSession, Output, prepare_this_process
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, notes, readiness
-from perfaudit.serve.errors import CannotStart
+from perfaudit.serve.errors import CannotStart, UnreadableSubmission
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
@@ -100,15 +100,22 @@ class Service:
                 f"{self.limits.window_hours:g} hours before the deadline.", None)
 
     def notice(self) -> None:
-        """Add every new complete submission of the exchange's inbound to the ledger, decided."""
-        found = exchange.arrivals(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions)
+        """Add every new complete submission of the exchange's inbound to the ledger, decided; and every odd entry
+        there (a link, a FIFO, a folder its student closed), skipped."""
+        found, odd = exchange.scan(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions,
+                                   self.limits.unreadable_after_s)
+        for entry in odd:
+            self.skip(entry)
         due = self.due() if found else None
         for name, student, stamped in found:
             now = time.time()
             submitted_at = min(stamped.replace(tzinfo=timezone.utc).timestamp(), now)
-            record = {"student": student, "seen_at": now, "submitted_at_s": submitted_at, "status": "queued",
-                      "gradings": 0}
-            claimed_by = exchange.owner(self.inbound(name))
+            record: dict[str, Any] = {"student": student, "seen_at": now, "submitted_at_s": submitted_at,
+                                      "status": "queued", "gradings": 0}
+            try:
+                claimed_by = exchange.owner(self.inbound(name))
+            except FileNotFoundError:
+                continue  # its student removed it since the scan: nothing to grade or tell
             unsafe = exchange.unsafe(self.inbound(name), self.coursedir.ignore)
             if self.limits.check_owner and claimed_by != student:
                 record.update(decision="refuse", status="refused", message=f"submitted under the name {student} by "
@@ -122,9 +129,32 @@ class Service:
             else:
                 decision, message, next_at = self.decide(student, now, due)
                 record.update(decision=decision, message=message, next_at=next_at)
+            record["message"] = " ".join([*self.untold(student), record["message"]])
             self.ledger.submissions[name] = record
             self.ledger.save()
             log(self.out, f"new submission {name}: {record['decision']}")
+
+    def skip(self, entry: exchange.Odd) -> None:
+        """An entry of inbound/ the service does not read: recorded under the account that made it, whose next
+        submission's page says so (without its secret, no page of this one can reach them), and logged."""
+        self.ledger.submissions[entry.name] = {"student": entry.account, "seen_at": time.time(), "status": "skipped",
+                                               "decision": "skip", "why": entry.why, "told": False, "gradings": 0}
+        self.ledger.save()
+        log(self.out, f"SKIPPED {exchange.shown(entry.name)} in the exchange's inbound, made by {entry.account}: "
+                      f"{entry.why}")
+
+    def untold(self, student: str) -> list[str]:
+        """What the student's next page says of their entries the service skipped, once each (marked told)."""
+        said = []
+        for name in self.ledger.in_state("skipped"):
+            record = self.ledger.submissions[name]
+            if record["student"] == student and not record["told"]:
+                parts = name.rsplit("+", 3)
+                what = f"Your submission of {parts[2]}" if len(parts) >= 3 and name.isprintable() else \
+                    f"What you left in the exchange as {exchange.shown(name)}"
+                said.append(f"{what} was not read: {record['why']}.")
+                record["told"] = True
+        return said
 
     # --- handing out work -------------------------------------------------------------------------------------
     def dispatch(self, client: Client, slots: int) -> None:
@@ -139,6 +169,11 @@ class Service:
             except FileNotFoundError as error:  # its folder left the exchange: nothing to grade or tell
                 self.ledger.update(name, status="failed", failure=f"gone from the exchange ({error})")
                 log(self.out, f"FAILED {name}: gone from the exchange ({error})")
+            except UnreadableSubmission as error:  # its student closed it since it was noticed: theirs alone
+                why = f"This submission was not graded: {error}."
+                self.release_pages(name, lambda nb: notes.not_graded(nb, why))
+                self.ledger.update(name, status="refused", failure=str(error), released_at=time.time())
+                log(self.out, f"REFUSED {name}: {error}")
             except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
                 self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
 

@@ -17,5 +17,8 @@ class GradingService(Configurable):
     check_owner = Bool(True, help="Refuse a submission whose folder in the exchange is not owned by the account "
                        "its name claims (nbgrader's own owner check), so nobody submits under another's name.").tag(
                            config=True)
+    unreadable_after_s = Float(30.0, help="Seconds a folder in the exchange's inbound that the service may not open "
+                               "stays unchanged before it is skipped as its student's (a submission being copied "
+                               "under a strict umask is closed for a moment).").tag(config=True)
     task_timeout_s = Int(3600, help="Seconds one submission's grading may take on its worker (the canary "
                          "included) before the worker is restarted and the student told it hung.").tag(config=True)

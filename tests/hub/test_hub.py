@@ -355,6 +355,211 @@ def cannot_reach_the_graders_cluster(reader, python, course_dir):
     assert json.loads(done.stdout.splitlines()[-1]) == [], f"{reader} ran code on the grader's cluster: {ports}"
 
 
+# Run as a student: every listening TCP socket of the machine (/proc/net/tcp and tcp6: every account reads them) and
+# every unix stream socket it may connect to (/proc/net/unix) tried as a Jupyter kernel's channels: subscribed to as
+# its output (IOPub needs no key) and pinged as its heartbeat. Prints what answered, and how many were tried.
+KERNEL_ATTACK = r"""
+import json, os, socket, struct, sys, time
+import zmq
+
+
+def tcp_endpoints():
+    found = set()
+    for table, family in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 6)):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] != "0A":  # LISTEN
+                continue
+            address, port = fields[1].split(":")
+            if family == 4:
+                host = socket.inet_ntoa(struct.pack("<I", int(address, 16)))
+                host = "127.0.0.1" if host == "0.0.0.0" else host
+            else:
+                raw = bytes.fromhex(address)
+                host = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
+                host = "[::1]" if host == "::" else f"[{host}]"
+            found.add((f"tcp://{host}:{int(port, 16)}", int(port, 16)))
+    return sorted(found)
+
+
+def unix_endpoints():
+    found = set()
+    for line in open("/proc/net/unix").read().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 8 or not fields[7].startswith("/") or fields[4] != "0001":  # stream sockets with a path
+            continue
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1)
+        try:
+            probe.connect(fields[7])
+        except OSError:
+            continue  # out of reach (its folder's modes): not tried
+        finally:
+            probe.close()
+        found.add((f"ipc://{fields[7]}", fields[7]))
+    return sorted(found)
+
+
+context = zmq.Context()
+sockets = {}
+for endpoint, where in tcp_endpoints() + unix_endpoints():
+    for kind in (zmq.SUB, zmq.DEALER):
+        sock = context.socket(kind)
+        sock.linger = 0
+        sock.ipv6 = endpoint.startswith("tcp://[")
+        if kind == zmq.SUB:
+            sock.setsockopt(zmq.SUBSCRIBE, b"")
+        sock.connect(endpoint)
+        sockets[sock] = (endpoint, where, "SUB" if kind == zmq.SUB else "DEALER")
+time.sleep(1)
+for sock, (_, _, kind) in sockets.items():
+    if kind == "DEALER":
+        try:
+            sock.send_multipart([b"", b"ping"], zmq.NOBLOCK)  # a heartbeat's echo
+        except zmq.ZMQError:
+            pass
+poller = zmq.Poller()
+for sock in sockets:
+    poller.register(sock, zmq.POLLIN)
+reached = {}
+deadline = time.monotonic() + float(sys.argv[1] if len(sys.argv) > 1 else 5)
+while time.monotonic() < deadline:
+    for sock, _ in poller.poll(200):
+        frames = sock.recv_multipart()
+        endpoint, where, kind = sockets[sock]
+        reached.setdefault(endpoint, [where, kind, b" ".join(frames)[-300:].decode("utf-8", "replace")])
+print(json.dumps({"tried": len(sockets) // 2, "reached": reached}), flush=True)
+os._exit(0)
+"""
+
+
+def kernel_channels_reached(reader, python, seconds=6):
+    """{endpoint: [port or path, socket kind, what came back]} of what the reader reached, and how many it tried."""
+    done = as_account(reader, "env", "HOME=/tmp", str(python), "-c", KERNEL_ATTACK, str(seconds))
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = json.loads(done.stdout.splitlines()[-1])
+    assert said["tried"], "no listening socket was tried"
+    return said["reached"]
+
+
+def owner_of(where):
+    """The account whose process listens at a port, or owns a unix socket's file."""
+    if isinstance(where, str):
+        return pwd.getpwuid(os.stat(where).st_uid).pw_name
+    pids = {c.pid for c in psutil.net_connections("inet") if c.laddr and c.laddr.port == where and c.pid}
+    return " ".join(sorted({psutil.Process(pid).username() for pid in pids})) or "unknown"
+
+
+# A kernel whose output a classmate must not read: it prints its owner's work every half second.
+PRINTING = ("import getpass, time\nfor i in range(1200):\n    print('WORK-OF-' + getpass.getuser(), i, flush=True)\n"
+            "    time.sleep(0.5)\n")
+START_PRINTING_KERNEL = """async ([base, code]) => {
+    const xsrf = (document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || "";
+    const made = await fetch(base + "/api/kernels", {method: "POST", body: "{}",
+        headers: {"X-XSRFToken": xsrf, "Content-Type": "application/json"}});
+    const kernel = await made.json();
+    const channels = new WebSocket(base.replace(/^http/, "ws") + "/api/kernels/" + kernel.id + "/channels");
+    await new Promise((opened, failed) => { channels.onopen = opened; channels.onerror = failed; });
+    channels.send(JSON.stringify({channel: "shell", buffers: [], metadata: {}, parent_header: {},
+        header: {msg_id: "work", username: "", session: "work", msg_type: "execute_request", version: "5.3",
+                 date: new Date().toISOString()},
+        content: {code, silent: false, store_history: false, user_expressions: {}, allow_stdin: false,
+                  stop_on_error: true}}));
+    return kernel.id;
+}"""
+
+
+def start_printing_kernel(page, base):
+    """A kernel in the server at base (a student's /user/<name>, Formgrader's /services/<course>), started by the
+    page's person through its REST API and made to print: its process, once it prints."""
+    kernel_id = page.evaluate(START_PRINTING_KERNEL, [base, PRINTING])
+    deadline = time.monotonic() + 60
+    while not (found := [p for p in psutil.process_iter(["cmdline"])
+                         if any(kernel_id in part for part in p.info["cmdline"] or [])]):
+        assert time.monotonic() < deadline, f"no kernel process for {kernel_id}"
+        time.sleep(0.5)
+    return found[0]
+
+
+def kernels_are_private(kernel):
+    """A kernel of the hub speaks over unix sockets in its owner's private runtime folder: its connection file says
+    ipc, and the folder is its owner's alone."""
+    connection = Path(kernel.cmdline()[kernel.cmdline().index("-f") + 1])
+    assert json.loads(connection.read_text())["transport"] == "ipc", connection
+    assert connection.parent.stat().st_mode & 0o777 == 0o700, connection.parent  # (jupyter makes it 1700)
+
+
+def runs_under_the_limits(kernel):
+    """A student's kernel and the server that started it run under the hub's limits (perfaudit/hub/limits.py): the
+    memory of each process capped, their processes counted, their priority lowered."""
+    limits = settings.from_environment().limits
+    for process in (kernel, kernel.parent()):
+        found = {line[:26].strip(): line[26:].split()[:2] for line in
+                 Path(f"/proc/{process.pid}/limits").read_text().splitlines()[1:]}  # prlimit(2) may be refused
+        assert found["Max address space"] == [str(limits.memory_bytes)] * 2, (process.cmdline(), found)
+        assert found["Max processes"] == [str(limits.processes)] * 2, (process.cmdline(), found)
+        assert process.nice() == limits.nice, process.cmdline()
+
+
+def the_class_s_memory_is_watched(hub):
+    """The hub's limits service (perfaudit/hub/watchdog.py) runs, as root (it stops another account's process), over
+    the course's students with their share (tests/hub/test_watchdog.py shows what it stops)."""
+    group, share = f"nbgrader-{hub['course_id']}", str(settings.from_environment().limits.memory_bytes)
+    watching = [p for p in psutil.process_iter(["cmdline", "username"])
+                if {"perfaudit.hub.watchdog", group, share} <= set(p.info["cmdline"] or [])]
+    assert [p.info["username"] for p in watching] == ["root"], watching
+
+
+# A classmate's kernel on loopback TCP (jupyter_client's default): what the attacker must reach, to show the probe
+# would find the hub's kernels if they listened there.
+TCP_KERNEL = """
+import sys, time
+from jupyter_client import KernelManager
+manager = KernelManager(transport="tcp")
+manager.start_kernel()
+client = manager.client()
+client.start_channels()
+client.wait_for_ready(timeout=120)
+client.execute(sys.argv[1])
+print("printing", flush=True)
+time.sleep(float(sys.argv[2]))
+manager.shutdown_kernel(now=True)
+"""
+
+
+def cannot_reach_a_classmate_s_kernel(hub, attacker, classmate):
+    """The attacker tries every socket on the machine as a kernel's channels: they reach the classmate's kernel on
+    loopback TCP (the control, started here) and no kernel of the hub's: no student's, no Formgrader's."""
+    control = subprocess.Popen(["runuser", "-u", classmate, "--", "env", f"HOME={home(classmate)}",
+                                str(hub["python"]), "-c", TCP_KERNEL, PRINTING, "120"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert control.stdout.readline().strip() == "printing", control.stderr.read()[-2000:]
+        reached = kernel_channels_reached(attacker, hub["python"])
+    finally:
+        control.kill()
+    by_owner = {endpoint: (owner_of(where), kind, said) for endpoint, (where, kind, said) in reached.items()}
+    assert any(owner == classmate and f"WORK-OF-{classmate}" in said for owner, _, said in by_owner.values()), \
+        f"the probe did not reach the control kernel on loopback TCP: {by_owner}"
+    hub_accounts = {*hub["students"], hub["instructor"], hub["owner"]} - {classmate}
+    leaked = {endpoint: found for endpoint, found in by_owner.items() if set(found[0].split()) & hub_accounts}
+    assert leaked == {}, f"{attacker} reached a kernel of the hub: {leaked}"
+
+
+def plant_odd_entries(attacker, inbound):
+    """As the attacker: a submission's folder (secret and all) they closed to the course's group (0740), and a FIFO
+    named as a submission. Their names."""
+    closed, fifo = (f"{attacker}+{ASSIGNMENT}+2026-01-01 10:00:00.000000 UTC+{what}" for what in ("closed", "fifo"))
+    done = as_account(attacker, "sh", "-c", 'cd "$0" && mkdir "$1" && echo s > "$1/submission_secret.txt" && '
+                      'chmod 740 "$1" && mkfifo "$2"', str(inbound), closed, fifo)
+    assert done.returncode == 0, done.stderr
+    return [closed, fifo]
+
+
 def cannot_read_a_submission_by_name(reader, submission):
     """`reader`, knowing another student's inbound folder's name (nbgrader's exchange: students may write, not read,
     others' folders), can neither list it, read its notebook, nor write in it; with other accounts' permissions given
@@ -408,6 +613,9 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
     first, second = hub["students"]
     attacker = hub["attacker"]
     chosen = dict(zip(hub["students"], SUBMISSIONS))
+    # Before anyone submits, the attacker leaves in inbound/ a submission's folder closed to the course's group (the
+    # service may list it, not enter it) and a FIFO: the class is graded all the same.
+    odd = plant_odd_entries(attacker, hub["exchange"] / "inbound")
     with logged_in(chromium, hub, first, artifacts) as page_1, logged_in(chromium, hub, second, artifacts) as page_2:
         pages = {first: page_1, second: page_2}
         for name, page in pages.items():
@@ -416,12 +624,17 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
             submit(page)
         page_1.screenshot(path=str(artifacts / "hub-submitted.png"))
 
-        found = wait_for(hub["course"], lambda f: sorted(r["status"] for r in f.values()) == ["graded", "graded"],
-                         "the grading service's two gradings")
+        found = wait_for(hub["course"], lambda f: sorted(r["status"] for r in f.values() if r["student"] != attacker)
+                         == ["graded", "graded"], "the grading service's two gradings")
         assert course.scores(hub["course"]) == {name: {STEM: (SUBMISSIONS[chosen[name]], 5)} for name in pages}, found
         for name, page in pages.items():
             text = fetch_feedback(page, hub, name)
             assert f"{STEM} (Score: {SUBMISSIONS[chosen[name]]:.1f} / 5.0)" in text, text[:2000]
+        # The first student works in a kernel of their JupyterLab, which prints their work (the attacker tries it).
+        kernel = start_printing_kernel(page_1, f"{hub['url']}/user/{first}")
+        kernels_are_private(kernel)
+        runs_under_the_limits(kernel)
+        the_class_s_memory_is_watched(hub)
 
         # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
         for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",
@@ -441,6 +654,10 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         formgrader = f"/services/{hub['course_id']}/formgrader"
         assert page_1.request.get(f"{hub['url']}{formgrader}").status == 403
         assert page_1.request.get(f"{hub['url']}/services/grading/").status == 404
+
+    # The attacker's odd entries are recorded as theirs, skipped (the closed folder once unchanged for a while).
+    wait_for(hub["course"], lambda f: {n for n, r in f.items() if r["status"] == "skipped" and r["student"] == attacker}
+             == set(odd), "the attacker's odd entries skipped")
 
     # The attacker, a third student, tries each route to the course, the others' work and the owner's rights.
     # By path, as their own code runs: the course directory, another's submission by its name, the hub's database.
@@ -482,7 +699,12 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
             assert answer.ok and first in answer.text(), (path, answer.status)
         # Formgrader's terminal: the course's owner, with the course's environment (not a login shell's PATH).
         terminal = open_terminal(page, hub)
+        # ... and a kernel of Formgrader's, printing (the gradebook's owner's work), which the attacker tries too.
+        kernels_are_private(start_printing_kernel(page, f"{hub['url']}/services/{hub['course_id']}"))
     the_terminal_has_the_course_s_environment(hub, terminal)
+    # The attacker tries every socket of the machine as a kernel's: the first student's and Formgrader's kernels
+    # are out of reach, while a classmate's kernel on loopback TCP (the control) is read.
+    cannot_reach_a_classmate_s_kernel(hub, attacker, second)
     # What make feedback runs, from that terminal after manual grading: every page again, as the course's owner;
     # and nothing in the course is root's afterwards (the hub's own steps and this test's reads included).
     done = as_account(hub["owner"], "env", f"PATH={terminal.environ()['PATH']}", f"HOME={home(hub['owner'])}",

@@ -46,3 +46,39 @@ def test_an_owner_who_cannot_write_the_course_is_told_so_in_one_line():
                         "(Permission denied).")
         course.chmod(0o777)  # the same check passes once nobody may write there
         assert preflight.owner_problem(hub, userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)) is None
+
+
+def test_the_check_meets_what_the_service_meets_in_the_course_directory():
+    """make hub-users run by root once left perfaudit.egg-info root's in the course, and make hub closed it (0750):
+    the service, started in the course directory, died on it at every start, while the check, run from /, passed.
+    The check runs where the service runs, as it runs: it fails on the same folder, in one line."""
+    if os.geteuid() != 0:
+        pytest.fail("runs the check as another account: run it as root (CI does)")
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        course = Path(folder) / "course"
+        course.mkdir()
+        course.chmod(0o777)  # the owner may write the gradebook there
+        os.chmod(folder, 0o755)
+        shutil.copy(paths.ROOT / "nbgrader_config.py", course)
+        hub = SimpleNamespace(owner=pwd.getpwnam("nobody"), course=course, exchange=Path(folder) / "exchange",
+                              venv_bin=Path(sys.executable).parent)
+        python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
+        assert preflight.owner_problem(hub, python) is None
+        closed = course / "perfaudit.egg-info"  # root's, closed to others as make hub closes what it does not open
+        closed.mkdir()
+        (closed / "entry_points.txt").write_text("")
+        closed.chmod(0o750)
+        said = preflight.owner_problem(hub, python)
+        assert said is not None and "\n" not in said and "Permission denied" in said, said
+        os.chown(closed, hub.owner.pw_uid, -1)  # the course's owner's, as make hub-users now leaves it
+        assert preflight.owner_problem(hub, python) is None
+
+
+def test_the_services_environment_is_the_hub_s_not_root_s(monkeypatch):
+    """Students' servers, Formgrader and the service get the course's PATH and the system's, never root's own."""
+    monkeypatch.setenv("PATH", "/root/.pyenv/shims:/usr/local/sbin:/usr/sbin:/usr/bin")
+    monkeypatch.setenv("ROOTS_OWN", "secret")
+    hub = SimpleNamespace(owner=pwd.getpwnam("nobody"), exchange=Path("/srv/x"), venv_bin=Path("/srv/course/.venv/bin"))
+    env = preflight.as_the_service_runs(hub, Path("/srv/course/.venv/bin/python"))
+    assert env["PATH"] == "/srv/course/.venv/bin:/usr/local/bin:/usr/bin:/bin"
+    assert "ROOTS_OWN" not in env and env["HOME"] == hub.owner.pw_dir and env["USER"] == "nobody"

@@ -2,14 +2,17 @@
 
 import os
 import pwd
+import shutil
 import stat
 import sys
 from pathlib import Path
 
+import pytest
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
 from perfaudit.hub import settings
+from perfaudit.hub.limits import Limits
 
 
 def test_with_nothing_set_every_part_has_its_default():
@@ -18,6 +21,7 @@ def test_with_nothing_set_every_part_has_its_default():
         paths.ROOT.resolve(), (paths.ROOT / ".hub").resolve(), Path("/srv/nbgrader/exchange"), "http://:8000")
     assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (8081, 8001, 9999)
     assert hub.serve_args == () and hub.grading is True and hub.venv_bin == Path(sys.executable).parent
+    assert hub.limits == Limits(memory_bytes=2 * 2**30, processes=512)
 
 
 def test_the_environment_changes_each_part(tmp_path):
@@ -27,11 +31,12 @@ def test_the_environment_changes_each_part(tmp_path):
         "PERFAUDIT_HUB_COURSE": str(tmp_path / "course"), "PERFAUDIT_HUB_STATE": str(tmp_path / "state"),
         "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"), "PERFAUDIT_HUB_URL": "http://127.0.0.1:18000",
         "PERFAUDIT_HUB_PORTS": "18081,18001,19999", "PERFAUDIT_SERVE_ARGS": "--workers 2 --note 'two words'",
-        "PERFAUDIT_HUB_GRADING": "off"})
+        "PERFAUDIT_HUB_GRADING": "off", "PERFAUDIT_HUB_MEMORY": "3G", "PERFAUDIT_HUB_PROCESSES": "100"})
     assert hub.course == tmp_path / "course" and hub.state == tmp_path / "course"  # resolved
     assert (hub.exchange, hub.url) == (tmp_path / "exchange", "http://127.0.0.1:18000")
     assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (18081, 18001, 19999)
     assert hub.serve_args == ("--workers", "2", "--note", "two words") and hub.grading is False
+    assert hub.limits == Limits(memory_bytes=3 * 2**30, processes=100)
 
 
 def test_grading_is_off_only_when_it_says_off():
@@ -60,3 +65,23 @@ def test_the_hubs_own_files_are_in_its_state_folder_never_the_course_directory(t
     (tmp_path / "state").chmod(0o755)
     PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
     assert stat.S_IMODE(database.stat().st_mode) == 0o600
+
+
+def test_each_person_s_server_starts_under_the_limits(monkeypatch):
+    """What the hub spawns for each person: their server under prlimit and nice, everything it starts inheriting."""
+    monkeypatch.setenv("PERFAUDIT_HUB_MEMORY", "1G")
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    command = config.Spawner.cmd
+    assert command[:4] == [shutil.which("prlimit"), f"--as={2**30}", "--nproc=512", "--"], command
+    assert command[4:7] == [shutil.which("nice"), "-n", "10"] and command[-2:] == ["-m", "jupyterhub.singleuser"]
+    assert config.Spawner.mem_limit == 2**30
+
+
+def test_the_hub_refuses_a_state_folder_another_account_may_write(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir()
+    os.chown(state, pwd.getpwnam("nobody").pw_uid, -1)  # the course's owner's, say: a link there, and root writes
+    monkeypatch.setenv("PERFAUDIT_HUB_STATE", str(state))
+    with pytest.raises(SystemExit, match=f"refused: the hub's state folder {state} belongs to nobody"):
+        PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    assert list(state.iterdir()) == []

@@ -5,7 +5,10 @@ import grp
 import os
 import shutil
 import stat
+from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
 from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
@@ -40,3 +43,24 @@ def test_the_course_releases_feedback_and_students_submit_with_these_steps(monke
     students = PyFileConfigLoader("nbgrader_config.py", path=str(settings.STUDENTS_CONFIG)).load_config()
     assert course.ExchangeFactory.release_feedback == "perfaudit.hub.release_feedback.ReadableReleaseFeedback"
     assert students.ExchangeFactory.submit == "perfaudit.hub.submit.PrivateSubmit"
+
+
+def test_validate_s_kernels_speak_over_ipc_in_the_student_s_runtime_folder(tmp_path, monkeypatch):
+    """nbgrader's Validate in a student's server runs the notebook in a kernel of its own, configured by the
+    students' nbgrader_config.py: unix sockets in the student's private runtime folder, named for that kernel,
+    none in the working folder and no loopback port."""
+    monkeypatch.setenv("PERFAUDIT_COURSE_ID", "course101")
+    monkeypatch.setenv("PERFAUDIT_EXCHANGE", str(tmp_path / "exchange"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(settings.STUDENTS_CONFIG)).load_config()
+    code = ("import json, os, sys\nfrom ipykernel.kernelapp import IPKernelApp\n"
+            "info = json.load(open(IPKernelApp.instance().connection_file))\nprint(info['transport'], info['ip'])")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    NotebookClient(notebook, config=config, kernel_name="python3").execute()
+    transport, ip = notebook.cells[0].outputs[0]["text"].split()
+    assert transport == "ipc" and Path(ip).parent == tmp_path / "runtime" and Path(ip).name.startswith("nbgrader-")
+    assert os.listdir(work) == []  # no kernel-ipc-N in the student's working folder
+    assert stat.S_IMODE((tmp_path / "runtime").stat().st_mode) == 0o700

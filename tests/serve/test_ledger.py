@@ -11,12 +11,14 @@ def test_the_ledger_survives_a_reload_and_reports_the_queue_and_times(tmp_path):
     for index, (status, wait) in enumerate([("graded", 10), ("graded", 30), ("limited", 2), ("queued", None)]):
         ledger.submissions[f"s{index}"] = {"student": f"s{index}", "seen_at": 100.0, "submitted_at_s": 100.0,
                                            "status": status, **({"released_at": 100.0 + wait} if wait else {})}
+    ledger.submissions["odd"] = {"student": "eve", "seen_at": 100.0, "status": "skipped", "why": "a FIFO"}
     ledger.save()
     again = Ledger(tmp_path / "ledger.json")
     assert again.submissions == ledger.submissions and not list(tmp_path.glob("*.tmp"))
     lines = status_lines(again, now=160.0)
-    assert lines[0] == "submissions: queued 1, grading 0, graded 2, limited 1, failed 0, refused 0"
+    assert lines[0] == "submissions: queued 1, grading 0, graded 2, limited 1, failed 0, refused 0, skipped 1"
     assert "  queued   s3 waiting 60 s (s3)" in lines
+    assert "  skipped  eve: a FIFO ('odd')" in lines  # what the instructor may want to tell eve
     assert "submit -> feedback, all feedback (3): median 10.0 s, 95th percentile 30.0 s" in lines
     assert "submit -> feedback, graded (2): median 20.0 s, 95th percentile 30.0 s" in lines
     assert [percentile(range(1, 21), q) for q in (0.5, 0.95, 1.0)] == [10, 19, 20]

@@ -51,6 +51,12 @@ def test_complete_new_submissions_arrive_oldest_first_with_their_student_and_tim
         (f"bob+{A}+2026-01-01 10:00:00.000000 UTC+r2", "bob", datetime(2026, 1, 1, 10)),
         (f"ada+{A}+2026-01-02 10:00:00.000000 UTC+r1", "ada", datetime(2026, 1, 2, 10))]
     assert exchange.arrivals(tmp_path / "absent", A, set()) == []
+    # what is no submission, the link, the file and the name with no time, is its maker's: skipped, with why
+    _, odd = exchange.scan(tmp_path, A, set())
+    assert {entry.name.split("+")[0]: (entry.account, entry.why) for entry in odd} == {
+        "hal": (getpass.getuser(), "a symbolic link, not a submission's folder"),
+        "ivy": (getpass.getuser(), "a file, not a submission's folder"),
+        "gus": (getpass.getuser(), "a name nbgrader's submit does not write (its time cannot be read)")}
 
 
 def test_a_submission_s_owner_notebooks_and_secret(tmp_path):

@@ -21,7 +21,8 @@ MAX_TOTAL_BYTES = 256 * 2**20
 MAX_ENTRIES = 1000
 
 
-def _kind(mode):
+def kind(mode: int) -> str:
+    """What an entry that is not a regular file is, as a student reads it ("a FIFO")."""
     for test, name in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device")):
         if test(mode):
@@ -60,7 +61,17 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
     the limits apply to what is graded. Only where every copy leaves them out: an entry plain autograde would copy
     all the same (ignored_by_autograde) is counted and checked, since that copy follows links."""
     folder, found, total, count = Path(folder), [], 0, 0
-    for root, dirs, files in os.walk(folder):  # never follows links: a linked folder is listed as a name
+    if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
+        return [(folder.name, f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
+
+    def closed(error: OSError) -> None:  # a folder this account may not list (its student closed it)
+        if isinstance(error, FileNotFoundError):
+            return  # gone (or never there): nothing in it to refuse, as before
+        where = Path(error.filename or folder)
+        found.append((str(where.relative_to(folder)) if where != folder else ".",
+                      f"a folder the grader may not open ({error.strerror}{_mode_of(where)})"))
+
+    for root, dirs, files in os.walk(folder, onerror=closed):  # never follows links: a linked folder is a name
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
@@ -68,12 +79,23 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                 if name in dirs:
                     dirs.remove(name)
                 continue
-            info = os.lstat(path)
+            try:
+                info = os.lstat(path)
+            except OSError as error:  # its folder may be listed, not entered
+                found.append((rel, f"out of the grader's reach ({error.strerror}{_mode_of(Path(root))})"))
+                if name in dirs:
+                    dirs.remove(name)
+                continue
             count += 1
             if stat.S_ISDIR(info.st_mode):
+                if not os.access(path, os.R_OK | os.X_OK):
+                    found.append((rel, f"a folder the grader may not open (mode {oct(stat.S_IMODE(info.st_mode))})"))
+                    dirs.remove(name)
                 continue
-            if not stat.S_ISREG(info.st_mode):
-                found.append((rel, f"{_kind(info.st_mode)}: submissions may hold regular files only"))
+            if stat.S_ISREG(info.st_mode) and not os.access(path, os.R_OK):
+                found.append((rel, f"a file the grader may not read (mode {oct(stat.S_IMODE(info.st_mode))})"))
+            elif not stat.S_ISREG(info.st_mode):
+                found.append((rel, f"{kind(info.st_mode)}: submissions may hold regular files only"))
             elif info.st_nlink > 1:
                 found.append((rel, "a hard link to another file: submissions may hold regular files only"))
             elif info.st_size > MAX_FILE_BYTES:
@@ -88,6 +110,13 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                                  f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{not_counted}"))
             break
     return found
+
+
+def _mode_of(path: Path) -> str:
+    try:
+        return f", {path.name or path} has mode {oct(stat.S_IMODE(os.lstat(path).st_mode))}"
+    except OSError:
+        return ""
 
 
 def course_ignore(config: Config) -> list[str]:

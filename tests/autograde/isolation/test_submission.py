@@ -225,3 +225,9 @@ def test_the_fingerprint_digests_what_autograde_copies_though_its_name_looks_ign
         changed.write_text("two")
         assert run.fingerprint(folder, COURSE_IGNORE) != before
         before = run.fingerprint(folder, COURSE_IGNORE)
+
+
+def test_a_folder_that_is_not_there_holds_nothing_to_refuse(tmp_path):
+    """What the grader cannot open is refused (tests/serve/test_service.py, as an ordinary account); a folder that
+    is gone, or never was, is not a folder it may not open."""
+    assert submission.problems(tmp_path / "absent") == []
