@@ -179,12 +179,12 @@ RECIPES = {
 
 # {command: why no test runs it}
 NOT_RUN = {
-    "apt-get install python3.11 python3.11-venv make bubblewrap": "installs system packages, as root, from the "
-    "network (.ci/run installs bubblewrap so on CI)",
+    "apt-get install python3.11 python3.11-venv make bubblewrap uidmap": "installs system packages, as root, from "
+    "the network (.ci/run installs bubblewrap and uidmap so on CI)",
     "apt-get install chromium postgresql nodejs npm": "installs system packages, as root, from the network (.ci/run "
     "does)",
-    "apt-get install python3.11 python3.11-venv make bubblewrap nodejs": "installs system packages, as root, "
-    "from the network (.ci/run installs nodejs and npm so on CI)",
+    "apt-get install python3.11 python3.11-venv make bubblewrap uidmap nodejs": "installs system packages, as "
+    "root, from the network (.ci/run installs uidmap, nodejs and npm so on CI)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "
