@@ -420,16 +420,18 @@ class MemoryLimit:
         of an OOM kill of the group's process chosen for the machine's memory or for another group's limit."""
         if self._final is not None:
             return self._final[2]
-        counts = self._oom_counts()
-        if counts is not None and counts[0] and not counts[1]:
-            return (f"the machine's OOM killer killed {counts[0]} of its processes while they stayed within their "
-                    f"{self.limit_mb} MB (the group's counters)")
+        own_limit = False  # the kernel log names a kill for the group's own limit: the submission's doing
         for fields in kernel_oom_kills(self._started_us):
             if not self._names_mine(fields):
                 continue
             if "global_oom" in fields or fields.get("oom_memcg", "") != fields.get("task_memcg", ""):
                 why = "the machine's memory" if "global_oom" in fields else f"the group {fields.get('oom_memcg')}"
                 return f"the kernel log: the OOM killer killed process {fields.get('pid', '?')} for {why}"
+            own_limit = True
+        counts = self._oom_counts()
+        if not own_limit and counts is not None and counts[0] and not counts[1]:
+            return (f"the machine's OOM killer killed {counts[0]} of its processes while they stayed within their "
+                    f"{self.limit_mb} MB (the group's counters)")
         return None
 
     def _names_mine(self, fields: dict[str, str]) -> bool:
@@ -453,7 +455,9 @@ class MemoryLimit:
             if kills is None:  # before Linux 4.13
                 return None
             hits = [_read_int(os.path.join(self.path, f)) or 0 for f in ("memory.failcnt", "memory.memsw.failcnt")]
-            return kills, max(hits)
+            # Some kernels (6.x with v1) leave failcnt at 0 when the group hits its limit: its peak tells then.
+            peak = _read_int(os.path.join(self.path, "memory.max_usage_in_bytes")) or 0
+            return kills, max(hits) + (peak >= self._limit)
         except OSError:
             return None
 

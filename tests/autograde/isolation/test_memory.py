@@ -113,6 +113,17 @@ def test_over_the_limit_together(kind, tmp_path):
             assert not os.path.exists(limit.path)
 
 
+def test_a_kill_for_the_group_s_own_limit_is_never_called_one_from_outside(kind):
+    """One process over its group's own limit is the submission's doing, not the machine's: never run again as if
+    killed from outside (cgroup v1 on Linux 6.x leaves failcnt at 0 when the limit is hit: its peak tells)."""
+    with memory.MemoryLimit(128, f"test-own-{os.getpid()}") as limit:
+        proc = _start(limit, [sys.executable, "-c", TOUCH, "300", "5"])
+        proc.communicate(timeout=30)
+        assert proc.returncode != 0
+        assert _until(limit.exceeded)
+        assert limit.killed_from_outside() is None
+
+
 def test_close_removes_the_group(cgroup):
     """close() kills what still runs, removes the group's folder, and may be called again."""
     limit = memory.MemoryLimit(400, "../escape attempt/..")
