@@ -9,9 +9,11 @@ An rlimit (RLIMIT_AS) holds per process: a notebook that starts five processes o
   accounted), OOM killing on (oom_kill_disable 0: a full group is killed in, never paused), use_hierarchy 1;
 - watchdog, where no writable memory cgroup hierarchy exists (not root, read-only, macOS-like containers) or
   PERFAUDIT_MEMORY_MECHANISM=watchdog asks for it: a thread that every 50 ms sums the resident memory of the
-  process tree rooted at the watched pid (found through the ppid links in /proc/*/stat) and SIGKILLs the whole
-  tree when the sum passes the limit. Coarse (memory can grow for up to 50 ms past the limit, shared pages count
-  once per process), but the same rule without privileges.
+  process tree rooted at the watched pid (found through the ppid links in /proc/*/stat) and the memfds its
+  processes hold open (memory no resident set shows), and SIGKILLs the whole tree when the sum passes the limit.
+  Coarse (memory can grow for up to 50 ms past the limit, shared pages count once per process, SysV shared memory
+  and the sandbox's folders in memory, each capped on its own, are not counted), but the same rule without
+  privileges.
 
 Groups are made as <the grader's own cgroup>/perfaudit/<name>, or <hierarchy root>/perfaudit/<name> where the
 grader's own cgroup cannot hold children (cgroup v2 forbids processes and controlled children side by side), so
@@ -39,7 +41,8 @@ import time
 from dataclasses import dataclass
 
 from perfaudit.autograde.isolation.oomlog import kernel_oom_kills, monotonic_us
-from perfaudit.autograde.isolation.proctree import process_table, rss_bytes, signal_if_same, stat, tree
+from perfaudit.autograde.isolation.proctree import (memfd_bytes, process_table, rss_bytes, signal_if_same, stat,
+                                                   tree)
 from perfaudit.autograde.isolation.proctree import read_file as _read
 
 MECHANISM_ENV = "PERFAUDIT_MEMORY_MECHANISM"  # "watchdog": use the fallback even where cgroups work
@@ -509,7 +512,8 @@ class MemoryLimit:
         """One look: the tree's resident memory summed; over the limit, the whole tree killed."""
         self._seen = tree(process_table(), self._seen)
         self._ever.update(self._seen)
-        total = sum(rss_bytes(pid) for pid in self._seen)
+        counted: set[tuple[int, int]] = set()  # memfds: each counted once, whoever holds it
+        total = sum(rss_bytes(pid) + memfd_bytes(pid, counted) for pid in self._seen)
         self._peak = total if self._peak is None else max(self._peak, total)
         if total > self._limit:
             self._killed = True

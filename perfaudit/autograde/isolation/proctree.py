@@ -77,6 +77,27 @@ def rss_bytes(pid: int) -> int:
         return 0
 
 
+def memfd_bytes(pid: int, counted: set[tuple[int, int]]) -> int:
+    """The memory of the memfds the process holds open and that `counted` does not hold yet (each one is added to
+    it): memory no resident set shows while it is not mapped, and no address space limit counts."""
+    total = 0
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in descriptors:
+        try:
+            if not os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:"):
+                continue
+            info = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (info.st_dev, info.st_ino) not in counted:
+            counted.add((info.st_dev, info.st_ino))
+            total += info.st_blocks * 512
+    return total
+
+
 def signal_if_same(pid: int, start: int, signum: int) -> None:
     """signum to pid if it is still the process that started at start (a pidfd pins it while we check)."""
     pidfd = None

@@ -146,3 +146,25 @@ def test_watchdog_refuses_to_watch_the_grader(monkeypatch):
     with memory.MemoryLimit(64, "test-self") as limit:
         with pytest.raises(ValueError):
             limit.watch(os.getpid())
+
+
+# Holds n MB in memfds, written but never mapped: no resident set shows them, no address space limit counts them.
+MEMFD = (
+    "import os, sys, time\n"
+    "held = []\n"
+    "for i in range(int(sys.argv[1]) // 64):\n"
+    "    fd = os.memfd_create(f'held-{i}')\n"
+    "    for _ in range(64):\n"
+    "        os.write(fd, b'x' * 2**20)\n"
+    "    held.append(fd)\n"
+    "print('held', flush=True)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
+
+def test_memory_held_in_memfds_counts_against_the_limit(kind):
+    """600 MB in memfds under a 300 MB limit: killed, by the cgroup (it charges them) or the watchdog (it adds them)."""
+    with memory.MemoryLimit(300, f"test-memfd-{os.getpid()}") as limit:
+        proc = _start(limit, [sys.executable, "-c", MEMFD, "600", "20"])
+        assert _until(limit.exceeded, timeout=20), "600 MB held in memfds for 20 s and no kill"
+        assert proc.wait(timeout=10) != 0

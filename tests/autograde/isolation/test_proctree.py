@@ -80,3 +80,17 @@ def test_a_signal_goes_only_to_the_process_that_started_when_seen():
     finally:
         child.kill()
         child.wait()
+
+
+def test_memfd_bytes_counts_each_memfd_once_and_nothing_else(tmp_path):
+    fd = os.memfd_create("held")
+    os.write(fd, b"x" * 2**20)
+    plain = os.open(tmp_path / "plain", os.O_RDWR | os.O_CREAT)
+    os.write(plain, b"y" * 2**20)
+    try:
+        counted: set = set()
+        assert 2**20 <= proctree.memfd_bytes(os.getpid(), counted) < 2**20 + 2**16
+        assert proctree.memfd_bytes(os.getpid(), counted) == 0  # held by another process of the tree: once
+    finally:
+        os.close(fd)
+        os.close(plain)
