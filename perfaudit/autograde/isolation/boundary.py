@@ -34,6 +34,7 @@ from perfaudit.autograde.text import printable
 
 SOCKETS_BYTES = 64 * 1024  # the socket folder's cap: sockets hold no data, so nothing of use fits there
 SEALED_MODE = 0o755  # the socket folder once sealed: its owner (root, or the grader's account) alone may change it
+BOUND_MODE = 0o777  # the kernel's sockets as it binds them (its umask is 000: sandbox.py)
 POLL_S = 0.02
 SHOWN = 5  # odd entries named in a refusal; the rest counted
 
@@ -121,6 +122,7 @@ class KernelSockets:
     def __init__(self, inside_dir: str) -> None:
         self.inside_dir = inside_dir.lstrip("/")  # relative to the sandbox's root
         self.fd: int | None = None
+        self.names: Sequence[str] = ()
         self._started = 0.0
 
     async def seal(self, launched: int, names: Sequence[str], gone: Callable[[], bool], timeout_s: float) -> str:
@@ -129,6 +131,7 @@ class KernelSockets:
         the folder holds anything but those sockets (student code ran before the kernel answered and left it),
         RuntimeError when the kernel is gone first, TimeoutError when it is too slow."""
         self._started = time.monotonic()
+        self.names = names
         deadline = self._started + timeout_s
         own_ns = os.readlink("/proc/self/ns/mnt")
         while self.fd is None:
@@ -182,6 +185,19 @@ class KernelSockets:
                 "makes that; code of the submission ran before the kernel answered and left it there, so the grader "
                 "does not use this kernel")
         return found == len(names)
+
+    def tampered(self) -> str | None:
+        """Why the sealed sockets show the submission's hand, or None: a mode changed since the kernel bound them
+        (it binds them 0777, sandbox.py's umask; the sandbox's uid owns them and may still chmod them, which without
+        root keeps the grader from connecting)."""
+        if self.fd is None or not self.names:
+            return None
+        changed = [f"'{name}' ({stat.S_IMODE(mode):03o})" for name in self.names
+                   if (mode := self._entry(name)) is not None and stat.S_IMODE(mode) != BOUND_MODE]
+        if not changed:
+            return None
+        return (f"the kernel's sockets had their modes changed after it bound them ({', '.join(changed[:SHOWN])}): "
+                "no kernel does that; code of the submission did, so the grader could not connect")
 
     def _entry(self, name: str) -> int | None:
         try:

@@ -85,6 +85,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     memory_limit = None  # memory.MemoryLimit, once started
     _kernels_started = 0  # in this process: each kernel's sandbox gets a uid of its own (sandbox.sandbox_uid)
     interrupts = 0  # interrupts sent to this kernel: TrustedExecute tells by them a cell whose reply never came
+    _sockets: KernelSockets | None = None  # the last launch's sealed socket folder
+    crossed: str | None = None  # how the submission's code showed its hand at the boundary, read at cleanup
 
     async def interrupt_kernel(self) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
         self.interrupts += 1
@@ -147,7 +149,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.memory_limit.watch(process.pid)
         if self._sandboxed:  # before any client connects (the manager's own control socket included)
             names = [f"kernel-{port}" for port in self.ports]
-            sockets = KernelSockets(sandbox.KERNEL_DIR)  # this launch's sandbox: a restart makes a new one
+            sockets = self._sockets = KernelSockets(sandbox.KERNEL_DIR)  # this launch's: a restart makes a new one
             self._cleanup.callback(sockets.close)
             folder = await sockets.seal(process.pid, names, gone=lambda: process.poll() is not None,
                                         timeout_s=STARTUP_S)
@@ -168,6 +170,8 @@ class SandboxedKernelManager(AsyncKernelManager):
         there by name."""
 
     async def _async_cleanup_resources(self, restart=False):
+        if self._sockets is not None and self.crossed is None:  # read while the sealed folder is still held
+            self.crossed = self._sockets.tampered()
         await super()._async_cleanup_resources(restart=restart)
         if not restart and getattr(self, "_cleanup", None) is not None:
             self._cleanup.close()

@@ -63,11 +63,14 @@ def of_dead_kernel(records: OutsideRecords | None) -> Ending:
     return Ending(Fate.STUDENTS_DOING, DIED)
 
 
-def of_failed_start(error: BaseException) -> Ending:
+def of_failed_start(error: BaseException, crossed: str | None = None) -> Ending:
     """A kernel that never answered: nothing of the student's ran yet, unless its sandbox shows that code of the
-    submission ran at the kernel's start and crossed the boundary (BoundaryCrossed): that is the student's doing."""
+    submission ran at the kernel's start and crossed the boundary (BoundaryCrossed, or `crossed`: what the kernel
+    manager found at its sealed sockets): that is the student's doing."""
     if isinstance(error, BoundaryCrossed):
         return Ending(Fate.STUDENTS_DOING, f"the kernel was not used: {error}")
+    if crossed:
+        return Ending(Fate.STUDENTS_DOING, f"the kernel did not answer: {crossed}")
     return Ending(Fate.NEVER_STARTED, f"the kernel did not start ({type(error).__name__}: {error})")
 
 

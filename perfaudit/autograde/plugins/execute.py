@@ -227,7 +227,7 @@ class TrustedExecute(Execute):
         except Exception as error:  # noqa: BLE001 (the kernel did not start: whose fault is it?)
             if run.kernel_up:
                 raise
-            run.ending = kernel_fate.of_failed_start(error)
+            run.ending = kernel_fate.of_failed_start(error, crossed=getattr(run.km, "crossed", None))
             if run.ending.fate is not kernel_fate.Fate.STUDENTS_DOING:
                 self._blame(run.ending.why)
             for cell in nb.cells:

@@ -181,8 +181,10 @@ from perfaudit.autograde.plugins.execute import TrustedExecute
 
 ids = "import os; print(os.getuid(), *open('/proc/self/uid_map').read().split())"
 nb = new_notebook(cells=[new_code_cell(sys.stdin.read()), new_code_cell(ids)])
-nb, _ = TrustedExecute(timeout=120).preprocess(nb, {"metadata": {"path": sys.argv[1]}})
+execute = TrustedExecute(timeout=120, startup_timeout=int(sys.argv[2]))
+nb, _ = execute.preprocess(nb, {"metadata": {"path": sys.argv[1]}})
 print(json.dumps([[o.get("text") or o.get("evalue") for o in cell.outputs] for cell in nb.cells]))
+print(json.dumps(execute.run.ending and execute.run.ending.fate.name))
 '''
 
 
@@ -214,7 +216,7 @@ def account(tmp_path_factory):
         shutil.rmtree(thin, ignore_errors=True)
 
 
-def _grade_as(account, first_cell, files=None):
+def _grade_as(account, first_cell, files=None, startup_timeout=60, ending=None):
     """Run a notebook (first_cell, then a cell printing the kernel's ids) through TrustedExecute as `account`, from a
     submission holding `files`: each cell's outputs (text, or an error's value)."""
     name, python = account
@@ -227,10 +229,13 @@ def _grade_as(account, first_cell, files=None):
         env = {"PATH": f"{Path(python).parent}:/usr/bin:/bin", "HOME": pwd.getpwnam(name).pw_dir, "LANG": "C.UTF-8",
                "PYTHONPATH": str(paths.ROOT)}
         runuser = shutil.which("runuser") or "/usr/sbin/runuser"
-        done = subprocess.run([runuser, "-u", name, "--", str(python), "-c", RUN_AS_ACCOUNT, str(folder)],
+        done = subprocess.run([runuser, "-u", name, "--", str(python), "-c", RUN_AS_ACCOUNT, str(folder),
+                               str(startup_timeout)],
                               input=first_cell, capture_output=True, text=True, env=env, cwd="/", timeout=300)
         assert done.returncode == 0, done.stderr[-3000:]
-        return json.loads(done.stdout.splitlines()[-1])
+        if ending is not None:
+            ending.append(json.loads(done.stdout.splitlines()[-1]))
+        return json.loads(done.stdout.splitlines()[-2])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -265,6 +270,40 @@ def test_without_root_what_the_submission_plants_is_refused_and_changes_none_of_
     assert _stat(own) == before
     assert "the kernel was not used: the kernel's socket folder holds" in refused
     assert not_run == refused
+
+
+# Left by a submitted ipykernel_launcher.py: once the kernel has bound its sockets (and the grader sealed their
+# folder), a process takes every permission off them. The sandbox's uid owns them: without root, the grader can then
+# not connect.
+CHMOD_SOCKETS = """
+import glob, os, runpy, sys, time
+if os.fork() == 0:
+    os.setsid()
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        sockets = glob.glob("/run/kernel/kernel-*")
+        if len(sockets) >= 5:
+            for path in sockets:
+                os.chmod(path, 0)
+        time.sleep(0.001)
+    os._exit(0)
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
+sys.modules.pop("ipykernel_launcher", None)
+runpy.run_module("ipykernel_launcher", run_name="__main__")
+"""
+
+
+@needs_bubblewrap
+@pytest.mark.slow
+def test_without_root_sockets_closed_to_the_grader_are_the_submission_s_doing(account):
+    """Graded once, as the student's doing: not twice and then the environment check, as a kernel that never
+    started (found by a fresh attack)."""
+    ending: list = []
+    [not_run], _ = _grade_as(account, "print('ran')", {"ipykernel_launcher.py": CHMOD_SOCKETS}, startup_timeout=15,
+                             ending=ending)
+    assert not_run.startswith("not run: the kernel did not answer: the kernel's sockets had their modes changed")
+    assert "'kernel-1' (000)" in not_run
+    assert ending == ["STUDENTS_DOING"]
 
 
 @needs_bubblewrap
