@@ -75,7 +75,7 @@ def test_the_probe_reports_a_writable_folder_on_disk_and_a_socket_there():
 # Code of a submission that runs before the kernel answers: a submitted ipykernel_launcher.py is found first on the
 # kernel's path (it starts in the scratch folder). It plants what PLANT says, then starts the real kernel.
 LAUNCHER = '''
-import json, os, runpy, sys
+import json, os, runpy, sys, time
 
 info = json.load(open("{connection}"))
 sockets = "{sockets}"
@@ -89,8 +89,9 @@ for attempt in (lambda: os.replace("/tmp/x", "{connection}"), lambda: os.unlink(
         attempt()
     except OSError:
         pass
+time.sleep(2)  # a kernel that cannot bind (a folder at a socket's name) dies at once: the grader looks first
 sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
-del sys.modules["ipykernel_launcher"]
+sys.modules.pop("ipykernel_launcher", None)  # run as __main__: absent, unless imported
 runpy.run_module("ipykernel_launcher", run_name="__main__")
 '''
 
