@@ -86,6 +86,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     _kernels_started = 0  # in this process: each kernel's sandbox gets a uid of its own (sandbox.sandbox_uid)
     interrupts = 0  # interrupts sent to this kernel: TrustedExecute tells by them a cell whose reply never came
     _sockets: KernelSockets | None = None  # the last launch's sealed socket folder
+    _launches = 0  # launches of this manager's kernel: a restart launches again
     crossed: str | None = None  # how the submission's code showed its hand at the boundary, read at cleanup
 
     async def interrupt_kernel(self) -> None:  # type: ignore[override]  # async, as AsyncKernelManager's
@@ -161,7 +162,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         with open(self.connection_file) as handle:
             info = json.load(handle)
         info["ip"] = f"{sandbox.KERNEL_DIR}/kernel"
-        self._launches = getattr(self, "_launches", 0) + 1  # a restart's copy is a file of its own
+        self._launches += 1  # a restart's copy is a file of its own
         inside = self._host.write(f"kernel-inside-{self._launches}.json", json.dumps(info))
         return [sandbox.CONNECTION_FILE if part == self.connection_file else part for part in kernel_cmd], inside
 
