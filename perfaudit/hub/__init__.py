@@ -7,7 +7,7 @@ exchange.py  nbgrader's shared exchange, permissioned as nbgrader's JupyterHub c
 userenv.py   the Python every account's JupyterLab runs: the course's venv, through an interpreter each can run
 preflight.py make hub's checks: a course root owns is refused; the course's owner can run what the services run
 people.py    the students' names in the gradebook (Formgrader's list), written as the course's owner
-limits.py    what each person's server may take: memory per process, processes per account, nice (rlimits)
+server_limits.py  what each person's server may take: memory per process, processes per account, nice (rlimits)
 watchdog.py  each student's memory in total under their share: their largest process stopped past it (a service)
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it

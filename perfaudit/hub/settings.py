@@ -10,8 +10,8 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
     PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
     PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
-    PERFAUDIT_HUB_MEMORY     memory of each process of a person's server and kernels (default: 2G; limits.py)
-    PERFAUDIT_HUB_PROCESSES  processes and threads of each person's account (default: 512; limits.py)
+    PERFAUDIT_HUB_MEMORY     memory of each process of a person's server and kernels (default: 2G; server_limits.py)
+    PERFAUDIT_HUB_PROCESSES  processes and threads of each person's account (default: 512; server_limits.py)
 """
 
 import os
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfaudit import paths
-from perfaudit.hub.limits import Limits, parse_bytes
+from perfaudit.hub.server_limits import Limits, parse_bytes
 
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads

@@ -1,6 +1,6 @@
 """python -m perfaudit.hub.watchdog: each student's memory in total, kept under their share (a hub service, as root).
 
-rlimits (perfaudit/hub/limits.py) cap each process; a student who starts several kernels could still take several
+rlimits (perfaudit/hub/server_limits.py) cap each process; a student who starts several kernels could still take several
 times the limit. Where no systemd slice or cgroup counts a person's total, this service does, as a cgroup's memory
 limit would: every few seconds it adds up the resident memory of each student's processes, and when a student is
 over their share it stops that student's largest process (a kernel, whose JupyterLab then says it died and restarts
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 import psutil
 
-from perfaudit.hub.limits import parse_bytes
+from perfaudit.hub.server_limits import parse_bytes
 
 SERVER = "jupyterhub.singleuser"  # a person's JupyterLab: what the hub started; their kernels are its children
 

@@ -494,8 +494,9 @@ def kernels_are_private(kernel):
 
 
 def runs_under_the_limits(kernel):
-    """A student's kernel and the server that started it run under the hub's limits (perfaudit/hub/limits.py): the
-    memory of each process capped, their processes counted, their priority lowered."""
+    """A student's kernel and the server that started it run under the hub's limits
+    (perfaudit/hub/server_limits.py): the memory of each process capped, their processes counted, their priority
+    lowered."""
     limits = settings.from_environment().limits
     for process in (kernel, kernel.parent()):
         found = {line[:26].strip(): line[26:].split()[:2] for line in

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from accounts_made import grading_account
 
 from perfaudit import paths
 from perfaudit.hub import preflight, settings, userenv
@@ -29,22 +30,22 @@ def test_the_services_path_puts_the_accounts_python_first_once(tmp_path):
 
 
 def test_an_owner_who_cannot_write_the_course_is_told_so_in_one_line():
-    """The check runs as the course's owner (runuser), with the services' environment: here `nobody`, in a course
-    root keeps (0755): it cannot write the gradebook there."""
+    """The check runs as the course's owner (runuser), with the services' environment: here an account of the test's
+    (with the subordinate ids its grading sandbox runs as), in a course root keeps (0755): it cannot write the
+    gradebook there."""
     if os.geteuid() != 0:
         pytest.fail("runs the check as another account: run it as root (CI does)")
-    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder, grading_account() as name:
         course = Path(folder) / "course"
         course.mkdir()
         os.chmod(folder, 0o755)
         shutil.copy(paths.ROOT / "nbgrader_config.py", course)
-        nobody = pwd.getpwnam("nobody")
-        hub = SimpleNamespace(owner=nobody, course=course, exchange=Path(folder) / "exchange",
+        hub = SimpleNamespace(owner=pwd.getpwnam(name), course=course, exchange=Path(folder) / "exchange",
                               venv_bin=Path(sys.executable).parent)
         said = preflight.owner_problem(hub, userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON))
-        assert said == (f"The grading service cannot grade as nobody: cannot make {course / 'autograded'} "
+        assert said == (f"The grading service cannot grade as {name}: cannot make {course / 'autograded'} "
                         "(Permission denied).")
-        course.chmod(0o777)  # the same check passes once nobody may write there
+        course.chmod(0o777)  # the same check passes once the owner may write there
         assert preflight.owner_problem(hub, userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)) is None
 
 
@@ -54,13 +55,13 @@ def test_the_check_meets_what_the_service_meets_in_the_course_directory():
     The check runs where the service runs, as it runs: it fails on the same folder, in one line."""
     if os.geteuid() != 0:
         pytest.fail("runs the check as another account: run it as root (CI does)")
-    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder, grading_account() as name:
         course = Path(folder) / "course"
         course.mkdir()
         course.chmod(0o777)  # the owner may write the gradebook there
         os.chmod(folder, 0o755)
         shutil.copy(paths.ROOT / "nbgrader_config.py", course)
-        hub = SimpleNamespace(owner=pwd.getpwnam("nobody"), course=course, exchange=Path(folder) / "exchange",
+        hub = SimpleNamespace(owner=pwd.getpwnam(name), course=course, exchange=Path(folder) / "exchange",
                               venv_bin=Path(sys.executable).parent)
         python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
         assert preflight.owner_problem(hub, python) is None

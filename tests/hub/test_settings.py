@@ -12,7 +12,7 @@ from traitlets.config.loader import PyFileConfigLoader
 
 from perfaudit import paths
 from perfaudit.hub import settings
-from perfaudit.hub.limits import Limits
+from perfaudit.hub.server_limits import Limits
 
 
 def test_with_nothing_set_every_part_has_its_default():

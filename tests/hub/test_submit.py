@@ -5,6 +5,7 @@ import grp
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -51,7 +52,10 @@ def test_validate_s_kernels_speak_over_ipc_in_the_student_s_runtime_folder(tmp_p
     none in the working folder and no loopback port."""
     monkeypatch.setenv("PERFAUDIT_COURSE_ID", "course101")
     monkeypatch.setenv("PERFAUDIT_EXCHANGE", str(tmp_path / "exchange"))
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    # a short path, as a home's runtime folder is: a unix socket's path holds at most 107 bytes, and pytest's
+    # folders under xdist pass that
+    runtime = Path(tempfile.mkdtemp(dir="/tmp", prefix="rt-")) / "runtime"
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -61,6 +65,9 @@ def test_validate_s_kernels_speak_over_ipc_in_the_student_s_runtime_folder(tmp_p
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     NotebookClient(notebook, config=config, kernel_name="python3").execute()
     transport, ip = notebook.cells[0].outputs[0]["text"].split()
-    assert transport == "ipc" and Path(ip).parent == tmp_path / "runtime" and Path(ip).name.startswith("nbgrader-")
-    assert os.listdir(work) == []  # no kernel-ipc-N in the student's working folder
-    assert stat.S_IMODE((tmp_path / "runtime").stat().st_mode) == 0o700
+    try:
+        assert transport == "ipc" and Path(ip).parent == runtime and Path(ip).name.startswith("nbgrader-")
+        assert os.listdir(work) == []  # no kernel-ipc-N in the student's working folder
+        assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(runtime.parent, ignore_errors=True)

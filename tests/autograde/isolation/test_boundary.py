@@ -11,7 +11,6 @@ import json
 import os
 import pwd
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from accounts_made import grading_account
 from boundary_probe import PROBE, outside_the_cap
 from nbformat.v4 import new_code_cell, new_notebook
 
@@ -189,31 +189,16 @@ print(json.dumps(execute.run.ending and execute.run.ending.fate.name))
 '''
 
 
-def _give_subordinate_ids(name):
-    """useradd gives a new account 65536 subordinate ids where login.defs says so (Debian's does); elsewhere the test
-    gives them, past every range given already."""
-    for path, flag in (("/etc/subuid", "--add-subuids"), ("/etc/subgid", "--add-subgids")):
-        lines = Path(path).read_text().splitlines() if Path(path).exists() else []
-        if any(line.split(":")[0] == name for line in lines):
-            continue
-        start = max([100000] + [int(f[1]) + int(f[2]) for f in (line.split(":") for line in lines) if len(f) == 3])
-        subprocess.run(["usermod", flag, f"{start}-{start + 65535}", name], check=True)
-
-
 @pytest.fixture(scope="module")
 def account(tmp_path_factory):
     if os.geteuid() != 0:
         pytest.fail("this test makes a Linux account: run it as root (CI does)")
-    name = f"pabound{secrets.token_hex(3)}"
-    subprocess.run(["useradd", "--create-home", "--user-group", name], check=True)
-    _give_subordinate_ids(name)
     thin = Path(tempfile.mkdtemp(prefix="perfaudit-thin-python-"))
     thin.chmod(0o755)
     try:
-        python = userenv.accounts_python(Path(sys.executable).parent, thin / "venv")
-        yield name, python
+        with grading_account("pabound") as name:
+            yield name, userenv.accounts_python(Path(sys.executable).parent, thin / "venv")
     finally:
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
         shutil.rmtree(thin, ignore_errors=True)
 
 

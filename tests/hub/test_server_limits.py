@@ -1,10 +1,10 @@
-"""Per-student limits on the hub's servers (perfaudit/hub/limits.py): rlimits and nice, with real accounts."""
+"""Per-student limits on the hub's servers (perfaudit/hub/server_limits.py): rlimits and nice, with real accounts."""
 
 import subprocess
 
 import pytest
 
-from perfaudit.hub import limits
+from perfaudit.hub import server_limits as limits
 
 PYTHON = "/usr/bin/python3.11"  # a Python every account runs (the course venv's may be root's alone here)
 LIMITS = limits.Limits(memory_bytes=512 * 2**20, processes=512)
