@@ -71,9 +71,7 @@ def _bwrap_path():
 
 def _subordinate_range(path: str) -> int:
     """How many subordinate ids /etc/subuid (or subgid) gives this account, 0 where none."""
-    names = {str(os.getuid())}
-    with contextlib.suppress(KeyError):
-        names.add(pwd.getpwuid(os.getuid()).pw_name)
+    names = {str(os.getuid()), _account_name()}
     with contextlib.suppress(OSError):
         for line in Path(path).read_text().splitlines():
             fields = line.strip().split(":")
