@@ -1,22 +1,31 @@
 """Notebook 5's checks (perfaudit/checks/audit.py): each passes a right answer and fails, with a message for the
 student, a wrong one."""
 
+import re
+
 import numpy as np
 import pytest
-from loops import count_traces, fixed_train
+from audit_misconceptions import MISCONCEPTIONS, run_cells
+from loops import count_traces, fixed_train, time_loop
 
 from perfaudit import checks, handout
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
 
 
+STAGED = (handout.train_static_argnums, handout.train_static_argnames)
+# The notebook's cells up to each self-check of its tools and its fix, in order.
+TOOL_CELLS = ("setup", "handout", "count_traces", "selfcheck_count_traces", "time_loop", "selfcheck_time_loop",
+              "fixed_train", "selfcheck_fixed_train", "count_fixed")
+
+
 def test_a_counter_of_traces_passes_and_a_counter_of_steps_or_a_constant_fails():
-    checks.check_count_traces(count_traces, handout.train_once)
+    checks.check_count_traces(count_traces, handout.train_once, STAGED)
 
     def steps(train, w, batches, lr0):
         return len(batches)
 
-    with pytest.raises(AssertionError, match="traces its step 1 time"):
+    with pytest.raises(AssertionError, match="traces its step 1 time.* is the number of steps"):
         checks.check_count_traces(steps, handout.train_once)
     with pytest.raises(AssertionError, match="traces its step 3 time"):
         checks.check_count_traces(lambda *_: 1, handout.train_once)
@@ -24,21 +33,54 @@ def test_a_counter_of_traces_passes_and_a_counter_of_steps_or_a_constant_fails()
         checks.check_count_traces(lambda *_: 1.0, handout.train_once)
 
 
+def test_a_loop_timer_that_waits_for_everything_passes():
+    checks.check_time_loop(time_loop)
+
+
 def test_the_fix_passes_and_a_fix_that_counts_the_padding_fails():
     checks.check_fixed_train(fixed_train)
     checks.check_fixed_traces(count_traces, fixed_train)
+    checks.check_fixed_compiles(fixed_train)
 
     def mean_over_padding(w, batches, lr0, jit=None):
         return fixed_train(w, batches, lr0, mean_over_padding=True)
 
-    with pytest.raises(AssertionError, match="a padded row must count for nothing"):
+    with pytest.raises(AssertionError, match="the mean counts the padded rows"):
         checks.check_fixed_train(mean_over_padding)
 
 
 @pytest.mark.parametrize("variant", handout.VARIANTS)
 def test_a_handed_out_loop_is_no_fix(variant):
-    with pytest.raises(AssertionError, match="should trace once per loop"):
+    with pytest.raises(AssertionError, match="should trace once per loop. What changed between its traces: step's"):
         checks.check_fixed_traces(count_traces, handout.train_of(variant))
+
+
+def test_a_count_traces_that_miscounts_a_fix_that_traced_once_is_blamed_not_the_fix():
+    def doubled(train, w, batches, lr0):
+        return 2 * count_traces(train, w, batches, lr0)
+
+    with pytest.raises(AssertionError, match="which the check counted 1 trace of\\) is 2"):
+        checks.check_fixed_traces(doubled, fixed_train)
+
+
+def test_the_notebook_s_solution_passes_its_self_checks_of_its_tools_and_its_fix():
+    namespace = run_cells(TOOL_CELLS)
+    assert namespace["fixed_traces"] == 1
+
+
+@pytest.mark.parametrize("name", sorted(MISCONCEPTIONS))
+def test_each_misconception_fails_its_visible_self_check_named_for_its_mistake(name):
+    """The fixture replaces one solution cell of the source notebook: every self-check before the one its name
+    gives passes, that one fails with a message naming the mistake and none of the words that would blame what is
+    right."""
+    misconception = MISCONCEPTIONS[name]
+    failing = name.split("-")[1]
+    with pytest.raises(AssertionError) as failed:
+        run_cells(TOOL_CELLS, misconception)
+    assert f"<05-audit.ipynb: {failing}>" in [entry.frame.code.path for entry in failed.traceback]
+    message = str(failed.value)
+    assert re.search(misconception.message, message), message
+    assert not [words for words in misconception.blames_not if words in message], message
 
 
 def test_findings_are_named_from_the_list_each_with_evidence_backed_by_the_counts():

@@ -45,11 +45,13 @@ def check_problems_named(findings: Any, original_traces: Any, variant: str, batc
 
 
 def check_original_traces(count_traces: Callable[..., Any], original_train: Callable[..., Any],
-                          train_once: Callable[..., Any], variant: str, rng: np.random.Generator | None = None) -> None:
-    """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, and a
-    loop with one trace per shape counted as such."""
+                          train_once: Callable[..., Any], variant: str,
+                          staged: Sequence[Callable[..., Any]] = (), rng: np.random.Generator | None = None) -> None:
+    """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, a loop
+    with one trace per shape counted as such, and the loops whose jit gets static_argnums and static_argnames
+    (staged: the notebook's train_static_argnums and train_static_argnames) counted with their options kept."""
     rng = rng or np.random.default_rng()
-    audit.check_count_traces(count_traces, train_once, rng)
+    audit.check_count_traces(count_traces, train_once, staged, rng=rng)
     batches, lr0 = handout.data_for(variant, rng)
     audit.check_counted(count_traces, original_train, batches, lr0, answers.original_traces(variant, batches, lr0),
                         f"the handed-out loop over {len(batches)} batches")
@@ -61,8 +63,8 @@ def check_fixed_traces(count_traces: Callable[..., Any], fixed_train: Callable[.
     seen on the grader's clock, which a counter cannot answer for: a loop of LONG_STEPS steps, each new to the
     cache key of a loop that retraces, costs less than RETRACE_RATIO times a loop of one step."""
     rng = rng or np.random.default_rng()
-    audit.check_count_traces(count_traces, train_once, rng)
-    audit.check_fixed_traces(count_traces, fixed_train, rng)
+    audit.check_count_traces(count_traces, train_once, rng=rng)
+    audit.check_fixed_counted_once(count_traces, fixed_train, rng)
     one, long = [], []
     for _ in range(ROUNDS):
         sizes = [int(s) for s in rng.choice(np.arange(16, 97), size=LONG_STEPS, replace=False)]
