@@ -239,14 +239,16 @@ def ragged_sizes(rng, steps, distinct):
     return [int(s) for s in rng.permutation(sizes)]
 
 
-STEPS, DISTINCT_SIZES = 8, 4  # a loop's batches; how many different sizes they come in, in variants A and C
+STEPS, DISTINCT_SIZES = 8, 4  # a loop's batches; how many different sizes they come in, in variant A
 
 
 def data_for(variant, rng, steps=STEPS):
-    """(batches, lr0) of the kind `variant`'s author trains on, new values each time: variants A and C get
-    batches of DISTINCT_SIZES sizes (the last batch of an epoch is shorter, some batches drop rows), variant B
-    batches of one size; lr0 from 0.05 to 0.2."""
-    if _variant(variant) == "B":
+    """(batches, lr0) of the kind `variant`'s author trains on, new values each time: variant A gets batches of
+    DISTINCT_SIZES sizes (the last batch of an epoch is shorter, some batches drop rows), variants B and C batches
+    of one size (so that each problem a variant hides shows in what notebook 5 measures: in C a static step number
+    retraces at every step, and batches of several sizes would add no trace a count could show); lr0 from 0.05 to
+    0.2."""
+    if _variant(variant) in ("B", "C"):
         sizes = [int(rng.integers(16, 97))] * steps
     else:
         sizes = ragged_sizes(rng, steps, min(DISTINCT_SIZES, steps))

@@ -142,6 +142,25 @@ def time_loop(run, data):
         ("shape", "pad every batch", "count_traces")),
     "fails-selfcheck_fixed_train-mean-counts-the-padding": Misconception("fixed_train", fix(divisor="x.shape[0]"),
         r"over \d+ rows, but the batch has \d+: the mean counts the padded rows", ("learning rate", "static")),
+    "fails-selfcheck_findings-names-a-wrong-cause": Misconception("findings", '''
+findings = {  # variant A: its retrace blamed on a static argument, which nothing measured shows
+    "retrace-static-argument": f"{original_traces} traces over {len(batches)} steps: something static changes",
+    "jnp-outside-jit": f"the compile log shows {', '.join(eager_compiles)} compiled outside the jitted step",
+    "timed-before-ready": f"the results were ready {missed_s * 1e3:.1f} ms after the benchmark's clock stopped",
+}
+''', r"names 'retrace-static-argument', but what you measured does not back it: over batches of one size the "
+        r"loop traced 1 time", ("leaves it out",)),
+    "fails-selfcheck_findings-lists-everything": Misconception("findings", '''
+findings = {problem: f"measured: {original_traces} traces, {eager_compiles}, {missed_s:.3f} s missed"
+            for problem in handout.PROBLEMS}
+''', r"names 'retrace-static-argument', but what you measured does not back it", ("leaves it out",)),
+    "fails-selfcheck_findings-leaves-a-measured-problem-out": Misconception("findings", '''
+findings = {
+    "retrace-new-shape": f"{original_traces} traces over the notebook's batches, {one_size_traces} at one size",
+    "jnp-outside-jit": f"the compile log shows {', '.join(eager_compiles)} compiled outside the jitted step",
+}
+''', r"backs 'timed-before-ready' \(the results were ready .* ms after the benchmark's clock stopped.*leaves it out",
+        ("does not back",)),
 }
 
 

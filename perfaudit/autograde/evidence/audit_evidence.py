@@ -28,20 +28,24 @@ LONG_STEPS = 8
 RETRACE_RATIO = 3.0
 
 
-def check_problems_named(findings: Any, original_traces: Any, variant: str, batches: Sequence[Any], lr0: float) -> None:
-    """findings names exactly the problems planted in this term's variant, and the trace count measured in the
-    notebook is the count of the loop's traces over the notebook's own batches."""
-    audit.check_findings(findings, original_traces, 1)
+def check_problems_named(findings: Any, measured: Any, variant: str, batches: Sequence[Any], lr0: float,
+                         one_size: Sequence[Any]) -> None:
+    """findings names the problems the notebook's measurements back (checks.audit.check_findings), and those are the
+    problems planted in this term's variant; the trace counts measured are the loop's over the notebook's own
+    batches (batches, and one_size: as many batches of one size), as the answer key counts them."""
+    audit.check_findings(findings, measured)
     planted = answers.PLANTED[variant]
     missed, extra = sorted(planted - set(findings)), sorted(set(findings) - planted)
     if missed or extra:
         fail(f"findings names {len(set(findings) & planted)} of the problems the handed-out loop hides"
-             + (f", and {len(extra)} it does not hide" if extra else "") + ": measure each one you name, and read "
-             "the loop and its benchmark again for the others.")
-    expected = answers.original_traces(variant, batches, lr0)
-    if original_traces != expected:
-        fail(f"original_traces is {original_traces!r:.20}, but the handed-out loop traces its step {expected} times "
-             "over the notebook's batches: count them with count_traces, as the notebook's cell does.")
+             + (f", and {len(extra)} it does not hide" if extra else "") + ": the measurements they rest on are not "
+             "the handed-out loop's. Run the notebook's measuring cells again, top to bottom, with your count_traces "
+             "and time_loop as the self-checks passed them.")
+    for name, over in (("original_traces", batches), ("one_size_traces", one_size)):
+        expected = answers.original_traces(variant, over, lr0)
+        if measured[name] != expected:
+            fail(f"measured[{name!r}] is {measured[name]!r:.20}, but the handed-out loop traces its step {expected} "
+                 f"times over those {len(over)} batches: count them with count_traces, as the notebook's cell does.")
 
 
 def check_original_traces(count_traces: Callable[..., Any], original_train: Callable[..., Any],
