@@ -29,7 +29,7 @@ def weights(dtype=np.float32):
     return np.zeros(handout.FEATURES, dtype=dtype)
 
 
-def _as_result(out, what):
+def as_result(out, what):
     """(w, losses) as float64 NumPy, from what a training loop returned."""
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         fail(f"{what} should return (w, losses), the weights and the list of the loss at each step; found "
@@ -43,7 +43,7 @@ def _as_result(out, what):
 def check_trains_like_reference(train, batches, lr0, what):
     """train(w, batches, lr0) computes what the handed-out loop computes (handout.reference_train, in NumPy); where
     it does not, the message says what the numbers show (_why_values_differ)."""
-    w, losses = _as_result(train(weights(), batches, lr0), what)
+    w, losses = as_result(train(weights(), batches, lr0), what)
     expected_w, expected_losses = handout.reference_train(weights(np.float64), batches, lr0)
     if w.shape != expected_w.shape or losses.shape != (len(batches),):
         fail(f"{what} should return w of shape {expected_w.shape} and one loss per batch ({len(batches)}); found "
@@ -209,7 +209,7 @@ def check_count_traces(count_traces, train_once, staged=(), rng=None):
                       f"every {handout.STAGE_STEPS} steps", {1: dropped, steps: CALLS_COUNTED})
 
 
-def _ragged(rng, steps=handout.STEPS, distinct=handout.DISTINCT_SIZES):
+def ragged_data(rng, steps=handout.STEPS, distinct=handout.DISTINCT_SIZES):
     """(batches, lr0, sizes): batches of `distinct` sizes, new values, as variant A's author trains on."""
     sizes = handout.ragged_sizes(rng, steps, distinct)
     return handout.make_batches(rng, sizes), float(rng.uniform(0.05, 0.2)), sorted(set(sizes))
@@ -238,7 +238,7 @@ def check_fixed_traces(count_traces, fixed_train, rng=None):
     import jax  # JAX on first use: see perfaudit/checks/__init__.py
 
     rng = rng or np.random.default_rng()
-    batches, lr0, sizes = _ragged(rng)
+    batches, lr0, sizes = ragged_data(rng)
     jit = RecordingJit()
     jax.block_until_ready(fixed_train(weights(), batches, lr0, jit=jit))
     if jit.count == 0:
@@ -258,7 +258,7 @@ def check_fixed_counted_once(count_traces, fixed_train, rng=None):
     """fixed_train traces once per loop on batches of several sizes, by count_traces (which a test checked on
     loops of its own first): what a grader can count without a jit of its own in the student's process."""
     rng = rng or np.random.default_rng()
-    batches, lr0, sizes = _ragged(rng)
+    batches, lr0, sizes = ragged_data(rng)
     found = count_traces(fixed_train, weights(), batches, lr0)
     if found != 1:
         fail(f"count_traces counted {found!r:.20} traces of fixed_train over {len(batches)} batches of sizes {sizes} "
@@ -279,7 +279,7 @@ def check_fixed_compiles(fixed_train, rng=None):
     from perfaudit import jaxlog  # JAX's own account, which imports JAX
 
     rng = rng or np.random.default_rng()
-    batches, lr0, sizes = _ragged(rng, COMPILED_SIZES, COMPILED_SIZES)
+    batches, lr0, sizes = ragged_data(rng, COMPILED_SIZES, COMPILED_SIZES)
     jit = RecordingJit()
     jax.clear_caches()  # every program this loop needs is compiled anew, whatever ran before
     with jaxlog.compiled() as names:
