@@ -11,9 +11,9 @@ import numpy as np
 
 from perfaudit import handout
 from perfaudit.checks.failure import fail
-from perfaudit.checks.held import HeldResult
+from perfaudit.checks.held import SlowFunction
+from perfaudit.checks.outputs import device_matrix
 from perfaudit.checks.recorded import RecordingJit
-from perfaudit.checks.watched import Call
 from perfaudit.checks.timing import as_float, check_seconds
 
 SPEEDUP_MIN = 2.0  # the fixed loop against the handed-out one, per loop: compiles per step against one per loop
@@ -92,52 +92,34 @@ def _why_values_differ(losses, expected_losses, batches):
             "every mean over the batch's own rows.")
 
 
-LOOP_HOLD_S = (0.003, 0.008)  # each array a probed loop returns is held this long before it is let be ready
+LOOP_HOLD_S = (0.010, 0.040)  # how long each array a probed loop returns is held once waited for
 LOOP_CALL_S = (0.005, 0.030)  # the probed loop's call itself
-
-
-def _probed_loop(rng, steps):
-    """run(data) standing in for a training loop: its call lasts LOOP_CALL_S, and it returns (w, [loss, ...]), each
-    array held on its own (watched.Call) until the caller waits for it. Returns (run, calls, arrivals)."""
-    import jax.numpy as jnp  # JAX on first use: see perfaudit/checks/__init__.py
-
-    held, arrivals = [], []
-
-    def run(data):
-        arrivals.append(time.perf_counter())
-        time.sleep(float(rng.uniform(*LOOP_CALL_S)))
-        made = [Call((), "float32", arrivals[-1], float(rng.uniform(*LOOP_HOLD_S))) for _ in range(1 + steps)]
-        held.extend(made)
-        w, *losses = (HeldResult(jnp.zeros(handout.FEATURES if i == 0 else ()), call.wait, call.poll)
-                      for i, call in enumerate(made))
-        return w, losses
-
-    return run, held, arrivals
 
 
 def check_time_loop(time_loop, rng=None):
     """time_loop(run, data) starts the clock before run(data) and stops it only once every array run returned is
-    ready: a loop returns (w, [loss at each step]), and each of those arrays is held on its own, so a clock that
-    waits for one of them (out[0], the last loss) stops before the others are ready."""
+    ready: run stands in for a training loop (held.SlowFunction with one result per array), returns (w, [loss at
+    each step]), and each array is held on its own, so a clock that waits for one of them (out[0], the last loss)
+    stops before the others are ready. In the grader the holds are the grader's, never told to the kernel."""
     rng = rng or np.random.default_rng()
-    steps = int(rng.integers(3, 7))
-    run, held, arrivals = _probed_loop(rng, steps)
+    steps = int(rng.integers(2, 5))
+    run = SlowFunction([float(rng.uniform(*LOOP_HOLD_S))], call_delays_s=[float(rng.uniform(*LOOP_CALL_S))],
+                       leaves=1 + steps)
     started = time.perf_counter()
-    seconds = time_loop(run, [None] * steps)
+    seconds = time_loop(run, device_matrix(np.ones((steps, handout.FEATURES))))
     outer = time.perf_counter() - started
-    if len(arrivals) != 1:
-        fail(f"time_loop(run, data) called run {len(arrivals)} times to time one run: call run(data) exactly once, "
-             "between starting the clock and waiting for what it returns.")
+    if len(run.arrived_at) != 1:
+        fail(f"time_loop(run, data) called run {len(run.arrived_at)} times to time one run: call run(data) exactly "
+             "once, between starting the clock and waiting for what it returns.")
     seconds = check_seconds(as_float(seconds), "time_loop's result", outer)
-    waited = [call for call in held if call.released is not None]
-    if len(waited) < len(held):
-        fail(f"time_loop waited for {len(waited)} of the {len(held)} arrays run(data) returned (w and one loss per "
-             f"step, {steps} steps): the clock stopped while the others could still be computing. Wait for all of "
-             "them: jax.block_until_ready(out) waits for every array in a tuple or list.")
-    span = max(call.released for call in held) - arrivals[0]
-    if seconds + CLOCK_SLACK_S < span:
+    waited = run.waited(0)
+    if waited is None:
+        fail(f"time_loop waited for {len(run.released_at)} of the {run.leaves} arrays run(data) returned (w and one "
+             f"loss per step, {steps} steps): the clock stopped while the others could still be computing. Wait "
+             "for all of them: jax.block_until_ready(out) waits for every array in a tuple or list.")
+    if seconds + CLOCK_SLACK_S < waited:
         fail(f"time_loop measured {seconds * 1e3:.3f} ms, but from the call of run(data) until the last array it "
-             f"returned was ready took {span * 1e3:.3f} ms: start the clock just before run(data) and stop it only "
+             f"returned was ready took {waited * 1e3:.3f} ms: start the clock just before run(data) and stop it only "
              "after jax.block_until_ready(out) returns.")
 
 

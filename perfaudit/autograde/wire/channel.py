@@ -272,7 +272,7 @@ class Exchange:
                 self.slow[number] = value
                 wrapped = None if value.wrapped is None else protocol.encode(value.wrapped, other, depth=depth + 1)
                 return {protocol.TAG: protocol.SLOW, "id": number, "wrapped": wrapped,
-                        "call": bool(value.call_delays_s)}
+                        "call": bool(value.call_delays_s), "leaves": value.leaves}
             if isinstance(value, Path):
                 if not self._mirrorable(value):
                     raise ValueError(f"a test may hand the student's code only folders made by hidden.new_folder() "
