@@ -177,6 +177,47 @@ def train_once(w, batches, lr0, jit=None):
     return w, losses
 
 
+# --- loops whose jit gets options: a trace counter must hand jax.jit the options the loop gives it --------------
+
+STAGE_STEPS = 2  # the static stage of train_staged: a new value every STAGE_STEPS steps
+
+
+def train_staged(w, batches, lr0, jit=None, by="argnums"):
+    """The same loop with a static `stage` (i // STAGE_STEPS) that scales nothing (a Python int: stage * 0.0), given
+    to jit as static_argnums (by="argnums") or static_argnames (by="argnames") and passed by position: one trace per
+    batch shape and stage. A jit that drops those options (or, for static_argnames, the function's signature) gets
+    the stage traced instead, and traces once per shape."""
+    import jax  # JAX when the loop runs, as in the handed-out loops
+
+    jit = jit or jax.jit
+
+    def step(w, x, y, lr, stage):
+        err = x @ w - y
+        return w - lr * (1.0 + stage * 0.0) * x.T @ err / x.shape[0], (err * err).mean()
+
+    step = jit(step, static_argnums=4) if by == "argnums" else jit(step, static_argnames="stage")
+    losses = []
+    for i, (x, y) in enumerate(batches):
+        w, loss = step(w, x, y, learning_rate(lr0, i), i // STAGE_STEPS)
+        losses.append(loss)
+    return w, losses
+
+
+def train_static_argnums(w, batches, lr0, jit=None):
+    """train_staged with the stage given to jit as static_argnums."""
+    return train_staged(w, batches, lr0, jit, by="argnums")
+
+
+def train_static_argnames(w, batches, lr0, jit=None):
+    """train_staged with the stage given to jit as static_argnames."""
+    return train_staged(w, batches, lr0, jit, by="argnames")
+
+
+def staged_traces(batches):
+    """How many times train_staged traces its step over `batches`: once per (batch size, stage)."""
+    return len({(len(y), i // STAGE_STEPS) for i, (_, y) in enumerate(batches)})
+
+
 # --- data and the NumPy reference -------------------------------------------------------------------------------
 
 
@@ -198,14 +239,16 @@ def ragged_sizes(rng, steps, distinct):
     return [int(s) for s in rng.permutation(sizes)]
 
 
-STEPS, DISTINCT_SIZES = 8, 4  # a loop's batches; how many different sizes they come in, in variants A and C
+STEPS, DISTINCT_SIZES = 8, 4  # a loop's batches; how many different sizes they come in, in variant A
 
 
 def data_for(variant, rng, steps=STEPS):
-    """(batches, lr0) of the kind `variant`'s author trains on, new values each time: variants A and C get
-    batches of DISTINCT_SIZES sizes (the last batch of an epoch is shorter, some batches drop rows), variant B
-    batches of one size; lr0 from 0.05 to 0.2."""
-    if _variant(variant) == "B":
+    """(batches, lr0) of the kind `variant`'s author trains on, new values each time: variant A gets batches of
+    DISTINCT_SIZES sizes (the last batch of an epoch is shorter, some batches drop rows), variants B and C batches
+    of one size (so that each problem a variant hides shows in what notebook 5 measures: in C a static step number
+    retraces at every step, and batches of several sizes would add no trace a count could show); lr0 from 0.05 to
+    0.2."""
+    if _variant(variant) in ("B", "C"):
         sizes = [int(rng.integers(16, 97))] * steps
     else:
         sizes = ragged_sizes(rng, steps, min(DISTINCT_SIZES, steps))

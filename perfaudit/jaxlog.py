@@ -8,6 +8,9 @@ on, keeps the lines instead of letting them reach stderr, and puts everything ba
     with jaxlog.captured() as lines:
         jitted(x)
     print("\n".join(lines))
+
+`compiled()` keeps, instead, the name of each program XLA compiles (JAX's compile events): a jax.numpy call outside
+jit shows as one too (jit(_mean), jit(_pad)), the first time it meets a shape.
 """
 
 import contextlib
@@ -16,6 +19,7 @@ import logging
 import jax
 
 FLAGS = ("jax_explain_cache_misses", "jax_log_compiles")
+BACKEND_COMPILE = "/jax/core/compile/backend_compile_duration"  # one event per program XLA compiles
 
 
 class _Lines(logging.Handler):
@@ -46,3 +50,20 @@ def captured():
             jax.config.update(flag, value)
         logger.removeHandler(handler)
         logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def compiled():
+    """Within the block, the name of each program XLA compiles (jit(step), jit(_pad), ...), in order: yields the
+    list."""
+    names = []
+
+    def listener(event, duration_s, **kwargs):
+        if event == BACKEND_COMPILE:
+            names.append(str(kwargs.get("fun_name", "?")))
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield names
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

@@ -46,3 +46,13 @@ def test_the_printed_code_is_the_variant_s_and_an_unknown_variant_is_named():
     assert "def train_b" in handout.source_of("B") and "def benchmark_b" in handout.source_of("B")
     with pytest.raises(ValueError, match="one of A, B, C"):
         handout.train_of("D")
+
+
+def test_the_staged_loops_trace_once_per_stage_with_their_options_kept():
+    rng = np.random.default_rng(4)
+    batches = handout.make_batches(rng, [40] * 7)
+    w0 = np.zeros(handout.FEATURES, dtype=np.float32)
+    for train in (handout.train_static_argnums, handout.train_static_argnames):
+        assert count_traces(train, w0, batches, 0.1) == handout.staged_traces(batches) == 4
+        w, losses = train(w0, batches, 0.1)
+        np.testing.assert_allclose([float(v) for v in losses], handout.reference_train(w0, batches, 0.1)[1], rtol=1e-4)

@@ -114,10 +114,13 @@ def time_stages(jitted, x, steady_runs=20):
 
 # --- notebook 5: the problems planted in each variant of the handed-out loop (perfaudit/handout.py) -------------
 
+# Each is what the notebook's measurements back for that variant (checks.audit.backed_by): A's trace count rises
+# with the batch sizes, B's and C's step traces at every step on batches of one size, A's and B's loops compile
+# jax.numpy functions outside the step, and A's and C's benchmarks stop the clock before the pending work is done.
 PLANTED = {
     "A": frozenset({"retrace-new-shape", "jnp-outside-jit", "timed-before-ready"}),
     "B": frozenset({"retrace-static-argument", "jnp-outside-jit"}),
-    "C": frozenset({"retrace-static-argument", "retrace-new-shape", "timed-before-ready"}),
+    "C": frozenset({"retrace-static-argument", "timed-before-ready"}),
 }
 
 

@@ -9,7 +9,8 @@ per subject a student meets, so a failing check's traceback stays among what it 
   traces.py    the trace counter, retracing at a new cache key, the prediction exercise, JAXPRs
   evidence.py  report.json, the files beside it, the first call decomposed, the cost model
   stages.py    the form of notebook 4's timings of trace, lower, compile and the compiled program's runs
-  audit.py     notebook 5's audit: the trace counter, the findings, the fixed loop, the speed-up
+  audit.py     notebook 5's audit: the trace counter, the loop timer, the findings, the fixed loop, the speed-up
+  recorded.py  the checks' own jit for a training loop: each trace with its cache key
   selfcheck.py each notebook's central mistake, caught by its visible self-check (calls counted as traces, a
                warm or unwaited first call, unwaited steady calls, a report's claims against the calls it timed, a
                stage timing that holds another stage, jitted(x) before the stages, a warm first run)
@@ -25,8 +26,8 @@ them (the grader's instruments and clock, made-up evidence, the answer key) is p
 """
 
 from perfaudit import unfilled
-from perfaudit.checks.audit import (SPEEDUP_MIN, check_count_traces, check_findings, check_fixed_train,
-                                     check_fixed_traces, check_speedup)
+from perfaudit.checks.audit import (SPEEDUP_MIN, check_count_traces, check_findings, check_fixed_compiles,
+                                     check_fixed_train, check_fixed_traces, check_speedup, check_time_loop)
 from perfaudit.checks.evidence import (DECOMPOSITION_PARTS, GOING_FURTHER_SECTIONS, OBSERVED_SLACK, SELF_CHECK_COST,
                                        artifact_path, check_decomposition, check_evidence_dir, check_expected_cost,
                                        check_going_further, check_going_further_carries, check_report_agrees,

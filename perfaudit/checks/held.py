@@ -185,11 +185,13 @@ class SlowFunction:
     call arrived and each result was let be ready. When a test runs in the grader, the grader itself holds the call
     and the result back, and never tells the student's process for how long (perfaudit/autograde/wire/channel.py).
     `wrapped`: call that inside (a real JAX computation, traced and compiled on a first call) and hand back its
-    result once ready.
+    result once ready. `leaves` > 1: each call returns (a, [b, ...]), `leaves` results as a training loop returns
+    its weights and losses, each held on its own: the call counts as waited for once all of them are.
     """
 
-    def __init__(self, delays_s, wrapped=None, call_delays_s=()):
+    def __init__(self, delays_s, wrapped=None, call_delays_s=(), leaves=1):
         self.delays_s, self.call_delays_s, self.wrapped = list(delays_s), list(call_delays_s), wrapped
+        self.leaves = leaves
         self.waited_s = []  # how long each wait for a result took
         self._first_polled = {}  # result -> when is_ready() first asked about it (poll_result)
         self.arrived_at, self.released_at = [], []  # each call's arrival, each result's release
@@ -218,7 +220,7 @@ class SlowFunction:
         call, only a call that arrived and whose result was not let be ready yet has a result to wait for: an ask
         with none pending (the student's process asking before its call) is answered at once and recorded nowhere,
         so a release can never come before its call."""
-        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at):
+        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at) * self.leaves:
             return
         time.sleep(self.delay_s)
         released = time.perf_counter()
@@ -229,7 +231,7 @@ class SlowFunction:
         """The caller asked at `asked`, never waiting, whether the next result is ready: it is once its delay has
         passed since the first such ask, and is then let be ready and recorded as a wait from that ask. As in
         hold_result, with no call pending there is nothing to wait for."""
-        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at):
+        if self.call_delays_s and len(self.released_at) >= len(self.arrived_at) * self.leaves:
             return True
         first = self._first_polled.setdefault(len(self.released_at), asked)
         if asked - first < self.delay_s:
@@ -244,15 +246,17 @@ class SlowFunction:
         the call never asked). With a delay inside each call: from the call's arrival until its result was let be
         ready, so everything the call did between the two (tracing and compiling a first call) counts; a clock
         started only after the call returned reads less."""
-        if len(self.waited_s) <= call or (self.call_delays_s and len(self.arrived_at) <= call):
+        last = (call + 1) * self.leaves - 1  # the last of its results to be let be ready
+        if len(self.waited_s) <= last or (self.call_delays_s and len(self.arrived_at) <= call):
             return None
         if self.call_delays_s:
-            return self.released_at[call] - self.arrived_at[call]
-        return self.waited_s[call]
+            return self.released_at[last] - self.arrived_at[call]
+        return self.waited_s[last]
 
     def __call__(self, x):
         if self.call_delays_s:
             self.hold_call(time.perf_counter())
         inner = placeholder() if self.wrapped is None else self.wrapped(x)
-        return HeldResult(inner, lambda: self.hold_result(time.perf_counter()),
-                          lambda: self.poll_result(time.perf_counter()))
+        held = [HeldResult(inner if i == 0 else placeholder(), lambda: self.hold_result(time.perf_counter()),
+                           lambda: self.poll_result(time.perf_counter())) for i in range(self.leaves)]
+        return held[0] if self.leaves == 1 else (held[0], held[1:])

@@ -191,3 +191,14 @@ def test_jax_refuses_a_held_result_passed_in_and_the_student_is_told_what_to_do(
     assert "np.asarray(out)" in held.PASSED_INTO_JAX and "jax.device_get(out)" in held.PASSED_INTO_JAX
     assert np.allclose(np.asarray(passed(np.asarray(out))), np.asarray(passed(jnp.arange(3.0))))
     assert np.allclose(np.asarray(passed(jax.device_get(out))), np.asarray(passed(jnp.arange(3.0))))
+
+
+def test_a_slow_loop_s_call_is_waited_for_only_once_every_array_it_returned_is():
+    slow = held.SlowFunction([0.001], call_delays_s=[0.001], leaves=3)
+    w, losses = slow(np.eye(2))
+    assert len(losses) == 2 and slow.waited(0) is None
+    w.block_until_ready()
+    losses[0].block_until_ready()
+    assert slow.waited(0) is None  # one array still held
+    losses[1].block_until_ready()
+    assert slow.waited(0) >= 0.002  # from the call's arrival until the last array was let be ready

@@ -1,5 +1,6 @@
 """Notebook 5's hidden tests: the audit of the handed-out loop judged on data the grader makes now, against the
-answer key's planted problems, and the speed-up timed by the grader's own clock around each loop.
+answer key's planted problems; the fix run with the grader's own jit (loop_jit.py), which counts its traces and
+checks that its values come from what it jitted; and the speed-up timed by the grader's own clock around each loop.
 
 The loops run in the student's kernel (the grader runs no JAX); each call crosses the channel and returns its
 values as NumPy, so the grader's clock around it covers the whole loop, its results ready."""
@@ -12,69 +13,91 @@ import numpy as np
 
 from perfaudit import handout
 from perfaudit.answer_key import answers
+from perfaudit.autograde.evidence.loop_jit import LoopJit
 from perfaudit.checks import audit
 from perfaudit.checks.failure import fail
 
-# Timings of each loop the grader takes, each on new data. The loop that must be quick (the long loop against one
-# step, the fixed loop against the handed-out one) counts by its fastest round, the one least disturbed by other
-# work on the machine (other graders, kernels starting): a median moves as soon as two rounds are. The one step it
-# is measured against counts by its median, which one round that found its step compiled already cannot pull down.
-# The handed-out loop counts by its fastest round too: it compiles anew at every call (its jit wraps a new
-# function), so none of its rounds finds its steps compiled, and a loop timed against itself then seems twice as
-# fast only if every round of one is slowed. A loop that retraces pays for its compilations in every round.
+# Timings of each loop the grader takes, each on new data. Both loops count by their fastest round, the one least
+# disturbed by other work on the machine (other graders, kernels starting): a median moves as soon as two rounds are.
+# The handed-out loop compiles anew at every call (its jit wraps a new function), so none of its rounds finds its
+# steps compiled, and a loop timed against itself seems twice as fast only if every round of one is slowed.
 ROUNDS = 3
-# A loop of one step against a loop of LONG_STEPS, each step with a batch size, a learning rate and a step number
-# of its own: a loop that traces once compiles once in both, so the long one costs little more; one that traces
-# at a new size, a new static value or a new step compiles LONG_STEPS times, and costs several times more.
-LONG_STEPS = 8
-RETRACE_RATIO = 3.0
 
 
-def check_problems_named(findings: Any, original_traces: Any, variant: str, batches: Sequence[Any], lr0: float) -> None:
-    """findings names exactly the problems planted in this term's variant, and the trace count measured in the
-    notebook is the count of the loop's traces over the notebook's own batches."""
-    audit.check_findings(findings, original_traces, 1)
+def check_problems_named(findings: Any, measured: Any, variant: str, batches: Sequence[Any], lr0: float,
+                         one_size: Sequence[Any]) -> None:
+    """findings names the problems the notebook's measurements back (checks.audit.check_findings), and those are the
+    problems planted in this term's variant; the trace counts measured are the loop's over the notebook's own
+    batches (batches, and one_size: as many batches of one size), as the answer key counts them."""
+    audit.check_findings(findings, measured)
     planted = answers.PLANTED[variant]
     missed, extra = sorted(planted - set(findings)), sorted(set(findings) - planted)
     if missed or extra:
         fail(f"findings names {len(set(findings) & planted)} of the problems the handed-out loop hides"
-             + (f", and {len(extra)} it does not hide" if extra else "") + ": measure each one you name, and read "
-             "the loop and its benchmark again for the others.")
-    expected = answers.original_traces(variant, batches, lr0)
-    if original_traces != expected:
-        fail(f"original_traces is {original_traces!r:.20}, but the handed-out loop traces its step {expected} times "
-             "over the notebook's batches: count them with count_traces, as the notebook's cell does.")
+             + (f", and {len(extra)} it does not hide" if extra else "") + ": the measurements they rest on are not "
+             "the handed-out loop's. Run the notebook's measuring cells again, top to bottom, with your count_traces "
+             "and time_loop as the self-checks passed them.")
+    for name, over in (("original_traces", batches), ("one_size_traces", one_size)):
+        expected = answers.original_traces(variant, over, lr0)
+        if measured[name] != expected:
+            fail(f"measured[{name!r}] is {measured[name]!r:.20}, but the handed-out loop traces its step {expected} "
+                 f"times over those {len(over)} batches: count them with count_traces, as the notebook's cell does.")
 
 
 def check_original_traces(count_traces: Callable[..., Any], original_train: Callable[..., Any],
-                          train_once: Callable[..., Any], variant: str, rng: np.random.Generator | None = None) -> None:
-    """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, and a
-    loop with one trace per shape counted as such."""
+                          train_once: Callable[..., Any], variant: str,
+                          staged: Sequence[Callable[..., Any]] = (), rng: np.random.Generator | None = None) -> None:
+    """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, a loop
+    with one trace per shape counted as such, and the loops whose jit gets static_argnums and static_argnames
+    (staged: the notebook's train_static_argnums and train_static_argnames) counted with their options kept."""
     rng = rng or np.random.default_rng()
-    audit.check_count_traces(count_traces, train_once, rng)
+    audit.check_count_traces(count_traces, train_once, staged, rng=rng)
     batches, lr0 = handout.data_for(variant, rng)
     audit.check_counted(count_traces, original_train, batches, lr0, answers.original_traces(variant, batches, lr0),
                         f"the handed-out loop over {len(batches)} batches")
 
 
-def check_fixed_traces(count_traces: Callable[..., Any], fixed_train: Callable[..., Any],
-                       train_once: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
-    """The fixed loop traces once per loop: counted by a count_traces that counts the grader's cases right, and
-    seen on the grader's clock, which a counter cannot answer for: a loop of LONG_STEPS steps, each new to the
-    cache key of a loop that retraces, costs less than RETRACE_RATIO times a loop of one step."""
+def _grader_counted(fixed_train, batches, lr0, poison=False):
+    """(what fixed_train returned, as float64 NumPy, and the traces the grader counted) with the grader's own jit
+    (loop_jit.LoopJit) handed to it as jit."""
+    jit = LoopJit(poison)
+    out = audit.as_result(fixed_train(audit.weights(), batches, lr0, jit=jit), "fixed_train with the grader's jit")
+    return out, jit.traces
+
+
+def _check_a_jax_fix(fixed_train, rng):
+    """fixed_train, with the grader's jit on the grader's batches of several sizes: the handed-out loop's values,
+    from functions it made with that jit and traced once in all (counted by the grader), and computed by them: with
+    a jit whose functions return NaN, its weights or losses are NaN too."""
+    batches, lr0, sizes = audit.ragged_data(rng)
+    what = f"fixed_train over the grader's {len(batches)} batches of sizes {sizes}, with the grader's jit"
+    (w, losses), traces = _grader_counted(fixed_train, batches, lr0)
+    audit.check_trains_like_reference(lambda *_: (w, losses), batches, lr0, what)
+    if traces != 1:
+        fail(f"{what}: the grader counted {traces} traces of the functions it made with that jit; a fix traces once "
+             "per loop" + (": make its step with jit(step), using the jit argument." if not traces else
+                           ". Run the notebook's self-check of fixed_train: it says what changed between the traces."))
+    (w, losses), _ = _grader_counted(fixed_train, batches, lr0, poison=True)
+    if np.all(np.isfinite(w)) and np.all(np.isfinite(losses)):
+        fail(f"{what}, whose functions return NaN: fixed_train still returned finite weights and losses, so they do "
+             "not come from the functions it jitted. The fix must compute its steps with JAX, in the step it makes "
+             "with jit.")
+
+
+def check_fixed_values(fixed_train: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
+    """fixed_train gives the handed-out loop's values (checks.audit.check_fixed_train) as a JAX fix does: computed
+    by the functions it makes with the grader's jit, traced once per loop (_check_a_jax_fix). The handed-out loop
+    itself, or a loop that returns values computed some other way, earns nothing here."""
     rng = rng or np.random.default_rng()
-    audit.check_count_traces(count_traces, train_once, rng)
-    audit.check_fixed_traces(count_traces, fixed_train, rng)
-    one, long = [], []
-    for _ in range(ROUNDS):
-        sizes = [int(s) for s in rng.choice(np.arange(16, 97), size=LONG_STEPS, replace=False)]
-        lr0 = float(rng.uniform(0.05, 0.2))
-        one.append(_timed(fixed_train, handout.make_batches(rng, sizes[:1]), lr0)[0])
-        long.append(_timed(fixed_train, handout.make_batches(rng, sizes), lr0)[0])
-    ratio = min(long) / float(np.median(one))
-    if ratio > RETRACE_RATIO:
-        fail(f"timed by the grader, fixed_train over {LONG_STEPS} batches of different sizes takes {ratio:.1f}x as "
-             "long as over one batch: it still traces and compiles during the loop, whatever count_traces says.")
+    audit.check_fixed_train(fixed_train, rng)
+    _check_a_jax_fix(fixed_train, rng)
+
+
+def check_fixed_traces(fixed_train: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
+    """The fixed loop traces once per loop, counted by the grader (the traces of the functions it makes with the
+    grader's jit, on batches of several sizes), and computes with them (_check_a_jax_fix). A loop jitted whole (a
+    lax.scan over the padded batches) traces once too."""
+    _check_a_jax_fix(fixed_train, rng or np.random.default_rng())
 
 
 def _timed(train, batches, lr0):
@@ -92,6 +115,7 @@ def check_speedup_measured(original_train: Callable[..., Any], fixed_train: Call
     handed-out loop's values."""
     rng = rng or np.random.default_rng()
     audit.check_speedup(speedup, original_s, fixed_s)
+    _check_a_jax_fix(fixed_train, rng)
     grader_original, grader_fixed = [], []
     for _ in range(ROUNDS):
         batches, lr0 = handout.data_for(variant, rng)

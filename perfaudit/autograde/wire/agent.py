@@ -88,6 +88,15 @@ def _decode(value, dirs):
 
             jit = make_jit(value["id"], get_ipython().kernel.raw_input, lambda fn: _ref(fn)["id"])
             return jit(new_workload()) if value.get("new_workload") else jit
+        if tag == protocol.LOOPJIT:
+            # IPython and JAX only when the grader hands in its loop's jit: see _user_namespace
+            from IPython import get_ipython
+
+            from perfaudit.autograde.evidence.loop_jit import make_loop_jit
+
+            ask = get_ipython().kernel.raw_input
+            return make_loop_jit(lambda: ask(protocol.prompt(asks.ASK_TRACED, value["id"])),
+                                 bool(value.get("poison")))
         if tag == protocol.FRESHJIT:
             import jax  # JAX in the agent only for the fresh jit the grader asks for
 
@@ -103,6 +112,7 @@ def _slow_function(value, dirs):
     if value["id"] in _slow_functions:
         return _slow_functions[value["id"]]
     wrapped = _decode(value.get("wrapped"), dirs)
+    leaves = max(1, min(int(value.get("leaves") or 1), 64))
 
     def slow(x):
         # IPython and the checks (NumPy) only when the grader's slow function is called: see _user_namespace
@@ -114,8 +124,14 @@ def _slow_function(value, dirs):
         if value.get("call"):  # the call itself lasts as long as the grader decides
             ask(protocol.prompt(asks.ASK_CALL, value["id"]))
         inner = placeholder() if wrapped is None else wrapped(x)
-        return HeldResult(inner, lambda: ask(protocol.prompt(asks.ASK_READY, value["id"])),
-                          lambda: ask(protocol.prompt(asks.ASK_POLL, value["id"])) == "1")
+        def ready():
+            ask(protocol.prompt(asks.ASK_READY, value["id"]))
+
+        def poll():
+            return ask(protocol.prompt(asks.ASK_POLL, value["id"])) == "1"
+
+        held = [HeldResult(inner if i == 0 else placeholder(), ready, poll) for i in range(leaves)]
+        return held[0] if leaves == 1 else (held[0], held[1:])  # a loop's (w, [losses]), each held on its own
 
     _slow_functions[value["id"]] = slow
     return slow

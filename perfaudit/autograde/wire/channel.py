@@ -31,6 +31,7 @@ from jupyter_core.utils import run_sync
 from perfaudit.autograde.errors import KernelGone, RaisedInKernel, StudentError, Timeout
 from perfaudit.autograde.evidence import asks, made_up
 from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
+from perfaudit.autograde.evidence.loop_jit import LoopJit
 from perfaudit.autograde.wire import protocol
 from perfaudit.checks.held import FreshJit, SlowFunction
 
@@ -203,7 +204,10 @@ class KernelChannel:
         word, number, _ = protocol.read_prompt(text)
         slow = self.exchange.slow.get(number)  # type: ignore[arg-type]  # no number: no instrument
         answer = ""
-        if isinstance(slow, GraderJit):
+        if isinstance(slow, LoopJit):
+            if word == asks.ASK_TRACED:
+                slow.traced()
+        elif isinstance(slow, GraderJit):
             answer = slow.answer(text, received)
         elif slow is not None and word == asks.ASK_CALL:
             slow.hold_call(received)
@@ -220,13 +224,13 @@ class Exchange:
     process: its answers are hostile input)."""
 
     timeout: float
-    slow: dict[int, SlowFunction | GraderJit]
+    slow: dict[int, SlowFunction | GraderJit | LoopJit]
 
     def __init__(self, scratch: str | Path, channel: KernelChannel | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.scratch = Path(scratch)  # the grader's folder for folders read back from the kernel
         self.channel = channel  # the one whose references may be sent back
-        self.slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader
+        self.slow = {}  # number -> SlowFunction or GraderJit whose results wait for the grader, or a LoopJit
         self.folders = 0  # read back so far
         self.kept_bytes = self.kept_entries = 0  # written so far, all kept until the notebook ends
         self.clock, self.deadline, self.timeout = clock, math.inf, 0  # the running test's (start_test)
@@ -258,12 +262,17 @@ class Exchange:
                 return {protocol.TAG: protocol.SLOWJIT, "id": number, "new_workload": isinstance(value, NewWorkload)}
             if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
                 return {protocol.TAG: protocol.FRESHJIT, "fn": protocol.encode(value.fn, other, depth=depth + 1)}
+            if isinstance(value, LoopJit):  # the kernel reports each trace; the grader counts it (_answer_input)
+                number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
+                self.slow[number] = value
+                value.number = number
+                return {protocol.TAG: protocol.LOOPJIT, "id": number, "poison": value.poison}
             if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value
                 wrapped = None if value.wrapped is None else protocol.encode(value.wrapped, other, depth=depth + 1)
                 return {protocol.TAG: protocol.SLOW, "id": number, "wrapped": wrapped,
-                        "call": bool(value.call_delays_s)}
+                        "call": bool(value.call_delays_s), "leaves": value.leaves}
             if isinstance(value, Path):
                 if not self._mirrorable(value):
                     raise ValueError(f"a test may hand the student's code only folders made by hidden.new_folder() "

@@ -11,7 +11,8 @@ A value V is null, a bool, a number, a string, or {"$": tag, ...}: list and tupl
 object the kernel keeps, by number), path S (a folder or file as its regular files: {"kind", "name", "files":
 {relative name: base64}}); from the grader only: dirarg (a folder of the grader's, as S's "files"), slow and slowjit
 (the grader's instruments, which ask back on the kernel's stdin: "<prompt word> <number> ..."; a slowjit with
-"new_workload" is that jit of a new tanh(x @ x)), freshjit {"fn": V} (a new jax.jit of a function, made there).
+"new_workload" is that jit of a new tanh(x @ x)), freshjit {"fn": V} (a new jax.jit of a function, made there),
+loopjit {"id", "poison"} (a jit for a training loop whose traces the grader counts: loop_jit.py).
 The kernel runs in the student's process, so the grader checks everything it decodes against the limits below, all
 of an answer before it writes anything. This module imports nothing heavy: the kernel imports it on every request.
 """
@@ -42,7 +43,7 @@ CALLS = (CALL,)  # the requests that carry arguments
 # Value tags
 TAG = "$"
 LIST, TUPLE, DICT, ARRAY, REF, PATH = "list", "tuple", "dict", "array", "ref", "path"
-DIRARG, SLOW, SLOWJIT, FRESHJIT = "dirarg", "slow", "slowjit", "freshjit"  # from the grader only
+DIRARG, SLOW, SLOWJIT, FRESHJIT, LOOPJIT = "dirarg", "slow", "slowjit", "freshjit", "loopjit"  # the grader's only
 
 MAX_PROMPT_CHARS = 200
 

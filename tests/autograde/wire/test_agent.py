@@ -76,3 +76,29 @@ def test_the_protocol_imports_nothing_heavy_into_the_kernel():
 
     code = "import sys, perfaudit.autograde.wire.agent; print(sorted({'numpy', 'jax', 'json'} & set(sys.modules)))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
+def test_the_grader_s_loop_jit_reports_each_trace_on_stdin_and_keeps_the_loop_s_options(namespace, monkeypatch):
+    import types
+
+    import IPython
+
+    asked = []
+    kernel = types.SimpleNamespace(raw_input=lambda prompt: asked.append(prompt) or "")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: types.SimpleNamespace(kernel=kernel))
+
+    def train(sizes, jit):
+        step = jit(lambda x, stage: x * stage, static_argnums=1)
+        return [float(step(np.ones(n, np.float32), stage).sum()) for n, stage in sizes]
+
+    namespace["train"] = train
+    ref = ask({"op": protocol.LOOKUP, "name": "train"})["value"]
+    for poison, expected in ((False, [3.0, 3.0, 6.0]), (True, None)):
+        asked.clear()
+        jit = {"$": protocol.LOOPJIT, "id": 7, "poison": poison}
+        sizes = {"$": protocol.LIST, "v": [{"$": protocol.LIST, "v": pair} for pair in ([3, 1], [3, 1], [3, 2])]}
+        reply = ask({"op": protocol.CALL, "ref": ref["id"], "args": [sizes, jit], "kwargs": {}})
+        assert reply["ok"], reply
+        assert asked == ["perfaudit-traced 7"] * 2  # (3, stage 1) and (3, stage 2): the repeat is cached
+        values = reply["value"]["v"]
+        assert values == expected if expected else all(v != v for v in values)  # NaN where poisoned
