@@ -76,7 +76,8 @@ class WithPendingWork:
         def watched():
             now = clock()
             if self.out is not None and threading.get_ident() == thread:
-                readings.append((now, all(leaf.is_ready() for leaf in jax.tree.leaves(self.out))))
+                leaves = jax.tree.leaves(self.out)  # NumPy leaves are ready by being there
+                readings.append((now, all(getattr(leaf, "is_ready", lambda: True)() for leaf in leaves)))
             return now
 
         self.out = None

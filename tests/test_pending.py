@@ -26,7 +26,8 @@ def stops_when_the_loop_returns(loop, w, batches, lr0):
 @pytest.fixture(scope="module")
 def loop_and_data():
     batches, lr0 = handout.data_for("B", np.random.default_rng(0), steps=3)
-    return pending.WithPendingWork(handout.train_once, seconds=0.2), np.zeros(handout.FEATURES, np.float32), batches, lr0
+    loop = pending.WithPendingWork(handout.train_once, seconds=0.2)
+    return loop, np.zeros(handout.FEATURES, np.float32), batches, lr0
 
 
 def test_a_clock_that_waits_misses_nothing_and_one_that_stops_when_the_loop_returns_misses_the_pending_work(
