@@ -7,4 +7,5 @@ made_up.py     evidence made up at grading time for hidden tests, and the folder
 measured.py    evidence checked against the grader's clock (gather_evidence, run_audit, time_stages)
 audit_evidence.py  notebook 5's audit judged on the grader's data, answer key, jit and clock
 loop_jit.py    the grader's jit for a training loop: the traces it counts itself, a poisoned run
+handed_out.py  the course's loops made anew from the grader's handout.py where they run, never the notebook's names
 """

@@ -13,6 +13,7 @@ import numpy as np
 
 from perfaudit import handout
 from perfaudit.answer_key import answers
+from perfaudit.autograde.evidence.handed_out import HandedOut, beside
 from perfaudit.autograde.evidence.loop_jit import LoopJit
 from perfaudit.checks import audit
 from perfaudit.checks.failure import fail
@@ -44,16 +45,18 @@ def check_problems_named(findings: Any, measured: Any, variant: str, batches: Se
                  f"times over those {len(over)} batches: count them with count_traces, as the notebook's cell does.")
 
 
-def check_original_traces(count_traces: Callable[..., Any], original_train: Callable[..., Any],
-                          train_once: Callable[..., Any], variant: str,
-                          staged: Sequence[Callable[..., Any]] = (), rng: np.random.Generator | None = None) -> None:
-    """count_traces on data of the grader's: the handed-out loop's traces as the answer key counts them, a loop
-    with one trace per shape counted as such, and the loops whose jit gets static_argnums and static_argnames
-    (staged: the notebook's train_static_argnums and train_static_argnames) counted with their options kept."""
+def check_original_traces(count_traces: Callable[..., Any], variant: str, rng: np.random.Generator | None = None
+                          ) -> None:
+    """count_traces on the grader's loops (handed_out.py: made anew from the grader's handout.py, never the
+    notebook's names) and data: the handed-out loop's traces as the answer key counts them, a loop with one trace
+    per shape counted as such, and the loops whose jit gets static_argnums and static_argnames counted with their
+    options kept."""
     rng = rng or np.random.default_rng()
-    audit.check_count_traces(count_traces, train_once, staged, rng=rng)
+    staged = [beside(count_traces, HandedOut(name)) for name in ("train_static_argnums", "train_static_argnames")]
+    audit.check_count_traces(count_traces, beside(count_traces, HandedOut("train_once")), staged, rng=rng)
     batches, lr0 = handout.data_for(variant, rng)
-    audit.check_counted(count_traces, original_train, batches, lr0, answers.original_traces(variant, batches, lr0),
+    original = beside(count_traces, HandedOut.loop_of(variant))
+    audit.check_counted(count_traces, original, batches, lr0, answers.original_traces(variant, batches, lr0),
                         f"the handed-out loop over {len(batches)} batches")
 
 
@@ -108,14 +111,16 @@ def _timed(train, batches, lr0):
     return time.perf_counter() - started, (w, losses)
 
 
-def check_speedup_measured(original_train: Callable[..., Any], fixed_train: Callable[..., Any], speedup: Any,
-                           original_s: Any, fixed_s: Any, variant: str, rng: np.random.Generator | None = None) -> None:
+def check_speedup_measured(fixed_train: Callable[..., Any], speedup: Any, original_s: Any, fixed_s: Any, variant: str,
+                           rng: np.random.Generator | None = None) -> None:
     """The speed-up the notebook reports is its own timings' (checks.audit.check_speedup), and the grader, timing
     both loops on new data of this term's kind, finds the fixed one at least SPEEDUP_MIN times as fast, with the
-    handed-out loop's values."""
+    handed-out loop's values. The handed-out loop it times is its own, made anew where fixed_train runs
+    (handed_out.py): a loop the notebook rebinds or patches to be slow is not the one timed."""
     rng = rng or np.random.default_rng()
     audit.check_speedup(speedup, original_s, fixed_s)
     _check_a_jax_fix(fixed_train, rng)
+    original_train = beside(fixed_train, HandedOut.loop_of(variant), called=True)
     grader_original, grader_fixed = [], []
     for _ in range(ROUNDS):
         batches, lr0 = handout.data_for(variant, rng)

@@ -31,6 +31,7 @@ from jupyter_core.utils import run_sync
 from perfaudit.autograde.errors import KernelGone, RaisedInKernel, StudentError, Timeout
 from perfaudit.autograde.evidence import asks, made_up
 from perfaudit.autograde.evidence.instruments import GraderJit, NewWorkload
+from perfaudit.autograde.evidence.handed_out import HandedOut
 from perfaudit.autograde.evidence.loop_jit import LoopJit
 from perfaudit.autograde.wire import protocol
 from perfaudit.checks.held import FreshJit, SlowFunction
@@ -64,6 +65,10 @@ class RemoteRef:
 
     def __repr__(self) -> str:
         return f"<the student's {self._type}>"
+
+    def beside(self, function: "HandedOut") -> Callable[..., Any]:
+        """function (one the grader made, a HandedOut) made in this reference's kernel and called there."""
+        return lambda *args, **kwargs: self._channel.request({"op": "call", "fn": function}, args, kwargs)
 
 
 class ReadLater:
@@ -128,6 +133,8 @@ class KernelChannel:
         if self.gone:
             raise KernelGone(self.gone)
         mirrors: list[Path] = []
+        if "fn" in request:  # a function of the grader's, made in the kernel (a HandedOut)
+            request = {**request, "fn": self.exchange.encode(request["fn"], mirrors)}
         if request["op"] in protocol.CALLS:
             request = {**request, "args": [self.exchange.encode(a, mirrors) for a in args],
                        "kwargs": {str(k): self.exchange.encode(v, mirrors) for k, v in (kwargs or {}).items()}}
@@ -262,6 +269,8 @@ class Exchange:
                 return {protocol.TAG: protocol.SLOWJIT, "id": number, "new_workload": isinstance(value, NewWorkload)}
             if isinstance(value, FreshJit):  # made in the kernel; the grader judges the calls on its own clock
                 return {protocol.TAG: protocol.FRESHJIT, "fn": protocol.encode(value.fn, other, depth=depth + 1)}
+            if isinstance(value, HandedOut):  # made anew in the kernel from the grader's handout.py
+                return {protocol.TAG: protocol.HANDOUT, "name": value.name, "source": value.source}
             if isinstance(value, LoopJit):  # the kernel reports each trace; the grader counts it (_answer_input)
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value

@@ -102,3 +102,30 @@ def test_the_grader_s_loop_jit_reports_each_trace_on_stdin_and_keeps_the_loop_s_
         assert asked == ["perfaudit-traced 7"] * 2  # (3, stage 1) and (3, stage 2): the repeat is cached
         values = reply["value"]["v"]
         assert values == expected if expected else all(v != v for v in values)  # NaN where poisoned
+
+
+def test_a_handed_out_loop_is_made_from_the_grader_s_file_not_the_kernel_s_module(namespace, monkeypatch, tmp_path):
+    """The grader's handout value, called or handed in as an argument: the kernel makes the loop anew from the text
+    the grader sent, so a handout module the student patched (or an original_train rebound) is not what runs."""
+    from perfaudit import handout
+    from perfaudit.autograde.evidence.handed_out import HandedOut
+    from perfaudit.autograde.wire.channel import Exchange
+
+    def patched(*_):
+        raise AssertionError("the kernel's patched handout loop ran")
+
+    monkeypatch.setitem(handout._TRAIN, "A", patched)
+    monkeypatch.setattr(handout, "train_a", patched)
+    batches, lr0 = handout.data_for("A", np.random.default_rng(3))
+    exchange, mirrors = Exchange(tmp_path), []
+    loop = exchange.encode(HandedOut.loop_of("A"), mirrors)
+    w0 = np.zeros(handout.FEATURES, np.float32)
+    args = [exchange.encode(a, mirrors) for a in (w0, [list(b) for b in batches], lr0)]
+    reply = ask({"op": protocol.CALL, "fn": loop, "args": args, "kwargs": {}})
+    assert reply["ok"], reply
+    w = protocol.decode_array(reply["value"]["v"][0])
+    np.testing.assert_allclose(w, handout.reference_train(w0, batches, lr0)[0], rtol=1e-4, atol=1e-5)
+    namespace["calls"] = lambda train, *a: train(*a)[1]  # a student's function handed the loop as an argument
+    ref = ask({"op": protocol.LOOKUP, "name": "calls"})["value"]
+    reply = ask({"op": protocol.CALL, "ref": ref["id"], "args": [loop, *args], "kwargs": {}})
+    assert reply["ok"] and len(reply["value"]["v"]) == len(batches), reply
