@@ -106,14 +106,15 @@ def test_a_student_writing_past_their_share_is_stopped_and_a_classmate_still_sub
     finally:
         writer.kill()
     err = writer.stderr.read()
-    assert writer.wait() == 128 + 9, f"the writer was not stopped (it ended by itself: {err.strip()[-200:]})"
+    writer.wait()
+    # The classmate's copy, four times the share, still fits: the exchange is not full.
+    code, dd_said = copy_as(classmate, 64 * MB, small_exchange / INBOUND / f"{classmate}+performance-audit+work")
+    assert code == 0, f"the classmate could not write into the exchange: {dd_said}"
+    assert writer.returncode == 128 + 9, f"the writer was not stopped (it ended by itself: {err.strip()[-200:]})"
     assert f"stopped {greedy}'s process" in said[0] and f"over the {SHARE // MB} MB" in said[0], said
     if how == "keep":
         kept = junk.stat()
         assert kept.st_uid == pwd.getpwnam(greedy).pw_uid and kept.st_size >= SHARE, "what they wrote was changed"
-    # The classmate's copy, four times the share, still fits: the exchange is not full.
-    code, dd_said = copy_as(classmate, 64 * MB, small_exchange / INBOUND / f"{classmate}+performance-audit+work")
-    assert code == 0, f"the classmate could not write into the exchange: {dd_said}"
 
 
 def test_a_student_under_their_share_writes_on(small_exchange, two_students):
