@@ -1,6 +1,6 @@
 """Each student's share of the exchange (perfaudit/hub/exchange_share.py): a student writing far past it is stopped
-alone, and the exchange keeps room for a classmate. The exchange is a small ext4 file system of its own on a loop
-device, with no blocks kept for root (mkfs -m 0): full, it refuses everyone, as a full disk would."""
+alone, and the exchange keeps room for a classmate. The exchange is a small file system of its own (a 128 MB tmpfs,
+no loop device needed): full, it refuses everyone, as a full disk would."""
 
 import os
 import pwd
@@ -37,17 +37,16 @@ while True:
 
 
 @pytest.fixture
-def small_exchange(tmp_path):
-    """An exchange with nbgrader's modes on a 128 MB ext4 file system of its own (a loop device)."""
+def small_exchange():
+    """An exchange with nbgrader's modes on a 128 MB file system of its own."""
     if os.geteuid() != 0:
         pytest.fail("mounts a file system and makes Linux accounts: run it as root (CI does)")
-    image, mount = tmp_path / "exchange.img", Path(tempfile.mkdtemp(prefix="exchange-", dir="/tmp"))
-    with open(image, "wb") as made:
-        made.truncate(DISK)
-    subprocess.run(["mkfs.ext4", "-q", "-m", "0", str(image)], check=True)
-    mounted = subprocess.run(["mount", "-o", "loop", str(image), str(mount)], capture_output=True, text=True)
+    mount = Path(tempfile.mkdtemp(prefix="exchange-", dir="/tmp"))
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0755", "tmpfs", str(mount)],
+                             capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.fail(f"cannot mount an ext4 image on a loop device here: {mounted.stderr.strip()}")
+        mount.rmdir()
+        pytest.fail(f"cannot mount a tmpfs here (root with CAP_SYS_ADMIN is needed): {mounted.stderr.strip()}")
     try:
         exchange.prepare(mount, COURSE)
         yield mount
