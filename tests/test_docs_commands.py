@@ -193,6 +193,15 @@ NOT_RUN = {
     "--tls-key worker-key.pem": "needs a certificate authority's files, as the scheduler above",
     "python -m perfaudit.serve --scheduler tcp://grading-head:8786": "needs a running Dask cluster; the service "
     "grades with the batch command's task and engine, which tests/grade/test_grade_cluster.py runs on one",
+    # docs/hub.md: the exchange on a file system of its own, made on the machine's disk. The exchange of
+    # tests/hub/test_exchange_share.py has a file system of its own too (a tmpfs of fixed size, which needs no loop
+    # device), and a full one refuses everyone.
+    "mkfs.ext4 -q -m 0 /srv/nbgrader/exchange.img": "formats the image above: see the test above",
+    "mkdir -p /srv/nbgrader/exchange": "the machine's own /srv, as root: see the test above",
+    "truncate -s 45G /srv/nbgrader/exchange.img": "45G of the machine's disk, as root: see the test above",
+    "echo '/srv/nbgrader/exchange.img /srv/nbgrader/exchange ext4 loop 0 2' >> /etc/fstab": "writes the machine's "
+    "/etc/fstab",
+    "mount /srv/nbgrader/exchange": "mounts by the machine's /etc/fstab line above",
 }
 
 # Commands this file runs as the docs write them: {command: where (the repository, or a temporary course)}.

@@ -120,11 +120,13 @@ c.JupyterHub.services = [
         "environment": service_environment,
         **as_owner,
     }] if hub.grading else []),
-    {   # Each student's memory in total under their share (perfaudit/hub/watchdog.py): as the hub (root), which alone
-        # may stop another account's process; no web page, no route through the proxy, no token's use.
+    {   # Each student's memory in total, and bytes in the exchange, under their share (perfaudit/hub/watchdog.py,
+        # exchange_share.py): as the hub (root), which alone may stop another account's process; no web page, no
+        # route through the proxy, no token's use.
         "name": "limits",
         "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.hub.watchdog", students,
-                    "--memory", str(hub.limits.memory_bytes)],
+                    "--memory", str(hub.limits.memory_bytes),
+                    "--exchange", str(hub.exchange), "--disk", str(hub.limits.exchange_bytes)],
         "environment": {"PATH": hub_path},
     },
 ]

@@ -39,6 +39,7 @@ def parse_bytes(text: str) -> int:
 class Limits:
     memory_bytes: int
     processes: int
+    exchange_bytes: int = 2**30  # each student's share of the exchange (perfaudit/hub/exchange_share.py)
     nice: int = NICE
 
     def command(self, argv: list[str]) -> list[str]:

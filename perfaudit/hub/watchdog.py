@@ -4,9 +4,11 @@ rlimits (perfaudit/hub/server_limits.py) cap each process; a student who starts 
 times the limit. Where no systemd slice or cgroup counts a person's total, this service does, as a cgroup's memory
 limit would: every few seconds it adds up the resident memory of each student's processes, and when a student is
 over their share it stops that student's largest process (a kernel, whose JupyterLab then says it died and restarts
-it), never their server's own, and never another account's. Each stop is one line of the hub's log.
+it), never their server's own, and never another account's. Each stop is one line of the hub's log. With --exchange,
+it keeps each student's bytes in the exchange under --disk as well, where no user quota does
+(perfaudit/hub/exchange_share.py).
 
-    python -m perfaudit.hub.watchdog GROUP --memory 2G [--every 2]
+    python -m perfaudit.hub.watchdog GROUP --memory 2G [--exchange /srv/nbgrader/exchange --disk 1G] [--every 2]
 """
 
 import argparse
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 
 import psutil
 
+from perfaudit.hub import exchange_share
 from perfaudit.hub.server_limits import parse_bytes
 
 SERVER = "jupyterhub.singleuser"  # a person's JupyterLab: what the hub started; their kernels are its children
@@ -67,11 +70,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perfaudit.hub.watchdog", description=__doc__.splitlines()[0])
     parser.add_argument("group", help="the students' group (nbgrader-<course id>)")
     parser.add_argument("--memory", required=True, help="each student's share, e.g. 2G")
+    parser.add_argument("--exchange", help="nbgrader's exchange: each student's bytes there kept under --disk")
+    parser.add_argument("--disk", help="each student's share of the exchange, e.g. 1G (with --exchange)")
     parser.add_argument("--every", type=float, default=2.0, help="seconds between two looks (default 2)")
     args = parser.parse_args(argv)
     budget = parse_bytes(args.memory)
+    if bool(args.exchange) != bool(args.disk):
+        parser.error("--exchange and --disk go together")
+    share = parse_bytes(args.disk) if args.disk else 0
     while True:
-        for line in enforce(members(args.group), budget):
+        students = members(args.group)
+        said = enforce(students, budget)
+        if args.exchange:
+            said += exchange_share.enforce(students, args.exchange, share, SERVER)
+        for line in said:
             print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}", flush=True)
         time.sleep(args.every)
 

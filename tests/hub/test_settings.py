@@ -31,12 +31,13 @@ def test_the_environment_changes_each_part(tmp_path):
         "PERFAUDIT_HUB_COURSE": str(tmp_path / "course"), "PERFAUDIT_HUB_STATE": str(tmp_path / "state"),
         "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"), "PERFAUDIT_HUB_URL": "http://127.0.0.1:18000",
         "PERFAUDIT_HUB_PORTS": "18081,18001,19999", "PERFAUDIT_SERVE_ARGS": "--workers 2 --note 'two words'",
-        "PERFAUDIT_HUB_GRADING": "off", "PERFAUDIT_HUB_MEMORY": "3G", "PERFAUDIT_HUB_PROCESSES": "100"})
+        "PERFAUDIT_HUB_GRADING": "off", "PERFAUDIT_HUB_MEMORY": "3G", "PERFAUDIT_HUB_PROCESSES": "100",
+        "PERFAUDIT_HUB_EXCHANGE_SHARE": "300M"})
     assert hub.course == tmp_path / "course" and hub.state == tmp_path / "course"  # resolved
     assert (hub.exchange, hub.url) == (tmp_path / "exchange", "http://127.0.0.1:18000")
     assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (18081, 18001, 19999)
     assert hub.serve_args == ("--workers", "2", "--note", "two words") and hub.grading is False
-    assert hub.limits == Limits(memory_bytes=3 * 2**30, processes=100)
+    assert hub.limits == Limits(memory_bytes=3 * 2**30, processes=100, exchange_bytes=300 * 2**20)
 
 
 def test_grading_is_off_only_when_it_says_off():
@@ -75,6 +76,16 @@ def test_each_person_s_server_starts_under_the_limits(monkeypatch):
     assert command[:4] == [shutil.which("prlimit"), f"--as={2**30}", "--nproc=512", "--"], command
     assert command[4:7] == [shutil.which("nice"), "-n", "10"] and command[-2:] == ["-m", "jupyterhub.singleuser"]
     assert config.Spawner.mem_limit == 2**30
+
+
+def test_the_limits_service_keeps_each_student_s_share_of_the_exchange(monkeypatch, tmp_path):
+    """The hub's limits service (as root) watches the exchange with each student's share of it."""
+    monkeypatch.setenv("PERFAUDIT_HUB_EXCHANGE_SHARE", "500M")
+    monkeypatch.setenv("PERFAUDIT_EXCHANGE", str(tmp_path / "exchange"))
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    limits = next(service for service in config.JupyterHub.services if service["name"] == "limits")
+    assert limits["command"][-4:] == ["--exchange", str(tmp_path / "exchange"), "--disk", str(500 * 2**20)]
+    assert "user" not in limits  # root's: it stops other accounts' processes
 
 
 def test_the_hub_refuses_a_state_folder_another_account_may_write(tmp_path, monkeypatch):
