@@ -5,10 +5,11 @@ import re
 
 import numpy as np
 import pytest
-from audit_misconceptions import MISCONCEPTIONS, run_cells
+from audit_misconceptions import MISCONCEPTIONS, Misconception, cells, run_cells
 from loops import count_traces, fixed_train, time_loop
 
 from perfaudit import checks, handout
+from perfaudit.answer_key import answers
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
 
@@ -123,3 +124,17 @@ def test_the_speedup_is_the_ratio_of_the_medians_and_at_least_the_minimum():
         checks.check_speedup(1.0, [0.1, 0.1, 0.1], [0.1, 0.1, 0.1])
     with pytest.raises(AssertionError, match="at least 3 timings"):
         checks.check_speedup(5.0, [0.5], [0.1])
+
+
+@pytest.mark.slow  # the whole notebook three times, about a minute each on two busy cores
+@pytest.mark.parametrize("variant", handout.VARIANTS)
+def test_the_solution_passes_every_check_hidden_ones_included_in_every_variant(variant):
+    """The whole source notebook in one process, its hidden tests included (the source holds them), with the setup
+    cell's AUDIT_VARIANT set to each variant: a student who does what the notebook says, in any term's variant,
+    passes every check. The findings cell's solution names the variant's problems from its own measurements."""
+    setup = cells()["setup"]
+    assert 'AUDIT_VARIANT = "A"' in setup
+    term = Misconception("setup", setup.replace('AUDIT_VARIANT = "A"', f'AUDIT_VARIANT = "{variant}"'), "", ())
+    namespace = run_cells(list(cells()), term)
+    assert namespace["AUDIT_VARIANT"] == variant and namespace["fixed_traces"] == 1
+    assert set(namespace["findings"]) == answers.PLANTED[variant]
