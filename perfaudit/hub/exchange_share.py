@@ -11,6 +11,7 @@ student's processes writing there; never their server, never another account's, 
 What one student can write past their share is what their writers write in one look's interval.
 """
 
+import errno
 import os
 import pwd
 import stat
@@ -22,22 +23,40 @@ import psutil
 BLOCK = 512  # st_blocks counts 512-byte blocks: what a file takes of the disk (a sparse file takes little)
 
 
+# What a folder that cannot be read by its path counts for: nested past the longest path the kernel takes (PATH_MAX,
+# about 2000 levels of one-letter names), its contents cannot be seen, so its owner is taken to be over any share.
+UNREADABLE = 2**62
+
+
 def owned_blocks(root: str | Path) -> dict[int, dict[tuple[int, int], int]]:
     """{uid: {(device, inode): bytes on disk}} of everything under root, no link followed; an entry gone or closed
-    to root (nothing is, but a file system may say so) is skipped, and so is a mount point's other file system."""
+    to root (nothing is, but a file system may say so) is skipped, and so is a mount point's other file system.
+    Walked with a list of folders still to read, not by recursion: a student's folders nested thousands deep are
+    one more entry each, where os.walk (recursive before Python 3.12) would stop the service; a folder nested too
+    deep to read by its path counts UNREADABLE for its owner."""
     found: dict[int, dict[tuple[int, int], int]] = {}
-    device = os.lstat(root).st_dev
-    for where, dirs, files in os.walk(root):  # never follows a link: a linked folder is a name
-        for name in dirs + files:
+    info = os.lstat(root)
+    device, folders = info.st_dev, [(os.fspath(root), info)]
+    while folders:
+        folder, parent = folders.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as error:
+            if error.errno == errno.ENAMETOOLONG:
+                found.setdefault(parent.st_uid, {})[(parent.st_dev, parent.st_ino)] = UNREADABLE
+            continue  # else gone or closed since it was seen
+        for entry in entries:
             try:
-                info = os.lstat(os.path.join(where, name))
-            except OSError:
+                info = entry.stat(follow_symlinks=False)
+            except OSError as error:
+                if error.errno == errno.ENAMETOOLONG:  # its folder's owner nested it there
+                    found.setdefault(parent.st_uid, {})[(parent.st_dev, parent.st_ino)] = UNREADABLE
                 continue
             if info.st_dev != device:
-                if name in dirs:
-                    dirs.remove(name)
-                continue
+                continue  # another file system mounted here: neither counted nor entered
             found.setdefault(info.st_uid, {})[(info.st_dev, info.st_ino)] = info.st_blocks * BLOCK
+            if stat.S_ISDIR(info.st_mode):
+                folders.append((entry.path, info))
     return found
 
 
@@ -92,7 +111,9 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, server: s
                 process.kill()
             except psutil.NoSuchProcess:
                 continue
+            held_there = ("has folders there nested too deep to be read" if total >= UNREADABLE else
+                          f"has {total // 2**20} MB there")
             said.append(f"stopped {account}'s process {process.pid} ({command[:80]}), writing in the exchange: "
-                        f"{account} has {total // 2**20} MB there, over the {share // 2**20} MB each student may "
-                        "have; what they wrote is left as it is")
+                        f"{account} {held_there}, over the {share // 2**20} MB each student may have; what they "
+                        "wrote is left as it is")
     return said

@@ -82,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         students = members(args.group)
         said = enforce(students, budget)
         if args.exchange:
-            said += exchange_share.enforce(students, args.exchange, share, SERVER)
+            try:
+                said += exchange_share.enforce(students, args.exchange, share, SERVER)
+            except Exception as error:  # noqa: BLE001 - whatever a student left there, memory is still kept
+                said.append(f"the exchange's shares were not looked at this time: {type(error).__name__}: "
+                            f"{str(error)[:200]}")
         for line in said:
             print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}", flush=True)
         time.sleep(args.every)

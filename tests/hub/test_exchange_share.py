@@ -127,3 +127,22 @@ def test_a_student_under_their_share_writes_on(small_exchange, two_students):
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_folders_nested_past_what_a_path_reaches_are_counted_over_any_share_not_a_crash():
+    """3000 folders one in another: os.walk (recursive in Python 3.11) raised RecursionError, which stopped the
+    limits service, memory checks included; and past PATH_MAX no path reaches what they hold. Their owner now counts
+    as over any share, and the look ends. (Not in tmp_path: pytest's clean-up recurses too, as shutil.rmtree does.)"""
+    root = Path(tempfile.mkdtemp(prefix="deep-exchange-"))
+    try:
+        folder = os.open(root, os.O_RDONLY)
+        for _ in range(3000):
+            os.mkdir("d", dir_fd=folder)
+            inner = os.open("d", os.O_RDONLY, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        os.close(folder)
+        owned = exchange_share.owned_blocks(root)
+        assert max(owned[os.geteuid()].values()) == exchange_share.UNREADABLE
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=True)  # GNU rm takes any depth
