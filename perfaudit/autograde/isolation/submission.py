@@ -19,6 +19,9 @@ from perfaudit.autograde.errors import UnsafeSubmission
 MAX_FILE_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 256 * 2**20
 MAX_ENTRIES = 1000
+# Folders one in another: the course's submission nests two or three. os.walk recurses (Python 3.11), so a folder
+# nested near the interpreter's recursion limit (1000) would stop the grader with RecursionError, not refuse it.
+MAX_DEPTH = 64
 
 
 def kind(mode: int) -> str:
@@ -72,6 +75,11 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                       f"a folder the grader may not open ({error.strerror}{_mode_of(where)})"))
 
     for root, dirs, files in os.walk(folder, onerror=closed):  # never follows links: a linked folder is a name
+        depth = len(Path(root).relative_to(folder).parts)
+        if depth >= MAX_DEPTH:
+            found.append((str(Path(root).relative_to(folder)), f"a folder nested {depth} deep, over the {MAX_DEPTH} "
+                                                               "a submission may have"))
+            break
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))

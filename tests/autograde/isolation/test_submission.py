@@ -4,6 +4,7 @@ import io
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,27 @@ def test_a_file_over_the_size_limit_is_refused(tmp_path, monkeypatch):
     folder = _folder(tmp_path)
     monkeypatch.setattr(submission, "MAX_FILE_BYTES", 10)
     assert "over the" in submission.describe(submission.problems(folder))
+
+
+def test_folders_nested_past_the_depth_limit_are_refused_not_a_recursion_error():
+    """990 folders one in another (under the 1000 entries a submission may hold): os.walk recursed into them until
+    RecursionError, which the grading service met before any refusal. (Not in tmp_path: pytest's clean-up, through
+    shutil.rmtree, recurses as well.)"""
+    root = Path(tempfile.mkdtemp(prefix="deep-submission-"))
+    try:
+        folder = _folder(root)
+        inner = os.open(folder, os.O_RDONLY)
+        for _ in range(990):  # Path.mkdir(parents=True) recurses as well
+            os.mkdir("d", dir_fd=inner)
+            inner, outer = os.open("d", os.O_RDONLY, dir_fd=inner), inner
+            os.close(outer)
+        os.close(inner)
+        found = submission.problems(folder)
+    finally:
+        subprocess.run(["rm", "-rf", str(root)], check=True)  # GNU rm takes any depth
+    assert found == [("/".join(["d"] * submission.MAX_DEPTH),
+                      f"a folder nested {submission.MAX_DEPTH} deep, over the {submission.MAX_DEPTH} a submission "
+                      "may have")]
 
 
 def test_regular_files_are_staged_and_ignored_names_left_out(tmp_path):
