@@ -4,13 +4,11 @@ no loop device needed): full, it refuses everyone, as a full disk would."""
 
 import os
 import pwd
-import secrets
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from perfaudit.hub import exchange, exchange_share, watchdog
@@ -53,22 +51,6 @@ def small_exchange():
     finally:
         subprocess.run(["umount", str(mount)], check=True)
         mount.rmdir()
-
-
-@pytest.fixture
-def two_students():
-    names = [f"pash{secrets.token_hex(3)}{n}" for n in (1, 2)]
-    for name in names:
-        subprocess.run(["useradd", "--no-create-home", name], check=True)
-    try:
-        yield names
-    finally:
-        for name in names:
-            left = watchdog.processes_of(pwd.getpwnam(name).pw_uid)  # this test's own, each by its id
-            for process in left:
-                process.kill()
-            psutil.wait_procs(left, timeout=10)
-            subprocess.run(["userdel", name], capture_output=True)
 
 
 def write_as(account, path, how="keep"):

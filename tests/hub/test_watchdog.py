@@ -1,37 +1,14 @@
 """The watchdog (perfaudit/hub/watchdog.py): a student over their memory share loses their largest process alone."""
 
-import os
-import pwd
-import secrets
 import subprocess
 
 import psutil
-import pytest
 
 from perfaudit.hub import watchdog
 
 PYTHON = "/usr/bin/python3.11"  # a Python every account runs
 HOLD = "import sys, time\nheld = b'x' * int(sys.argv[1])\nprint('holding', flush=True)\ntime.sleep(120)\n"
 MB = 2**20
-
-
-@pytest.fixture
-def two_students():
-    """Two Linux accounts of their own (the watchdog stops processes: none of another test's, nobody's)."""
-    if os.geteuid() != 0:
-        pytest.fail("makes Linux accounts: run it as root (CI does)")
-    names = [f"pawd{secrets.token_hex(3)}{n}" for n in (1, 2)]
-    for name in names:
-        subprocess.run(["useradd", "--no-create-home", name], check=True)
-    try:
-        yield names
-    finally:
-        for name in names:
-            left = watchdog.processes_of(pwd.getpwnam(name).pw_uid)  # this test's own, each by its id
-            for process in left:
-                process.kill()
-            psutil.wait_procs(left, timeout=10)
-            subprocess.run(["userdel", name], capture_output=True)
 
 
 def hold(account, size):

@@ -1,0 +1,30 @@
+"""Fixtures of the hub's tests that make Linux accounts."""
+
+import os
+import pwd
+import secrets
+import subprocess
+
+import psutil
+import pytest
+
+from perfaudit.hub import watchdog
+
+
+@pytest.fixture
+def two_students():
+    """Two Linux accounts of their own (the watchdog stops processes: none of another test's, nobody's)."""
+    if os.geteuid() != 0:
+        pytest.fail("makes Linux accounts: run it as root (CI does)")
+    names = [f"pawd{secrets.token_hex(3)}{n}" for n in (1, 2)]
+    for name in names:
+        subprocess.run(["useradd", "--no-create-home", name], check=True)
+    try:
+        yield names
+    finally:
+        for name in names:
+            left = watchdog.processes_of(pwd.getpwnam(name).pw_uid)  # this test's own, each by its id
+            for process in left:
+                process.kill()
+            psutil.wait_procs(left, timeout=10)
+            subprocess.run(["userdel", name], capture_output=True)
