@@ -9,6 +9,7 @@ preflight.py make hub's checks: a course root owns is refused; the course's owne
 people.py    the students' names in the gradebook (Formgrader's list), written as the course's owner
 server_limits.py  what each person's server may take: memory per process, processes per account, nice (rlimits)
 watchdog.py  each student's memory in total under their share: their largest process stopped past it (a service)
+exchange_share.py  each student's bytes in the exchange under their share, where no user quota keeps them
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it
 jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services
