@@ -11,6 +11,8 @@ from loops import count_traces, fixed_train
 from perfaudit import handout
 from perfaudit.answer_key import answers
 from perfaudit.autograde import hidden
+from perfaudit.autograde.evidence import audit_evidence
+from perfaudit.checks import audit
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
 
@@ -104,6 +106,16 @@ def test_a_fix_that_computes_its_values_without_what_it_jits_earns_no_fix_point(
                                                             "B")):
         with pytest.raises(AssertionError, match="do not come from the functions it jitted"):
             check(reference_beside_a_token_call)
+
+
+def test_the_grader_decides_on_grader_speedup_against_the_floor(monkeypatch):
+    # benchmarks/speedup_floor_under_load.py measures grader_speedup: the very number this check holds to the floor
+    args = (handout.train_of("B"), fixed_train, 5.0, [5.0] * 3, [1.0] * 3, "B")
+    monkeypatch.setattr(audit_evidence, "grader_speedup", lambda *_: audit.SPEEDUP_MIN * 0.99)
+    with pytest.raises(AssertionError, match=f"the fixed loop is {audit.SPEEDUP_MIN * 0.99:.2f}x as fast"):
+        hidden.check_speedup_measured(*args)
+    monkeypatch.setattr(audit_evidence, "grader_speedup", lambda *_: audit.SPEEDUP_MIN)
+    hidden.check_speedup_measured(*args)
 
 
 def test_the_grader_s_clock_finds_the_fix_faster_and_the_original_not_a_fix():
