@@ -19,6 +19,8 @@ import statistics
 import sys
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from perfaudit import handout, notebooks, paths
@@ -31,9 +33,6 @@ from verdicts_under_load import Load  # noqa: E402 (this folder is on the path w
 
 def fixes():
     """{name: fixed_train}: the instructor's solution of notebook 5, then each valid fix of the catalog."""
-    import jax
-    import jax.numpy as jnp
-
     source = notebooks.read(paths.SOURCE / paths.STAGES[5])
     cells = {notebooks.nbgrader_meta(c).get("grade_id"): c for c in source.cells}
     codes = {"solution": samples.instructor_solution(cells["fixed_train"])}
