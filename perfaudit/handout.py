@@ -239,7 +239,11 @@ def ragged_sizes(rng, steps, distinct):
     return [int(s) for s in rng.permutation(sizes)]
 
 
-STEPS, DISTINCT_SIZES = 8, 4  # a loop's batches; how many different sizes they come in, in variant A
+# A loop's batches, and how many different sizes they come in, in variant A: six of eight, so that its loop compiles
+# six times a call against a fix's once, and the grader's speed-up floor holds with margin on a busy machine (four
+# sizes left valid fixes below it at load 8: benchmarks/speedup_floor_under_load.py); and some sizes repeat, so that
+# a counter of steps (8) is not a counter of traces (6).
+STEPS, DISTINCT_SIZES = 8, 6
 
 
 def data_for(variant, rng, steps=STEPS):
