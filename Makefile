@@ -23,7 +23,7 @@ PYTEST_ARGS ?=
 # (measured on 2 cores: two processes left the CPU idle 27 % of the time, three 8 %).
 TEST_PROCESSES ?= 3
 
-.PHONY: help demo test test-fast test-catalog lint lab release check grade feedback serve bench-grading bench-load clean \
+.PHONY: help demo test test-fast test-catalog lint lab id release check grade feedback variants serve bench-grading bench-load clean \
     reset-course student-copy hub hub-proxy hub-users hub-venv
 .DEFAULT_GOAL := help
 
@@ -64,6 +64,9 @@ student-copy: $(VENV)/installed  ## dist/performance-audit-student.zip: what stu
 
 # --no-db: a gradebook that holds submissions refuses a changed assignment; make grade records it when missing
 # or out of step with source/ (a hidden test or its points changed), then grades again those graded before.
+id: $(VENV)/installed  ## students: state your id once, as your course knows it, and read your variant of notebook 5: make id ID=jdoe
+	python -m perfaudit.check --id "$(ID)"
+
 release: $(VENV)/installed  ## regenerate notebooks/ from source/ after editing a source notebook
 	nbgrader generate_assignment performance-audit --force --no-db
 
@@ -76,6 +79,9 @@ feedback: $(VENV)/installed  ## after manual grading in Formgrader: every feedba
 
 grade: $(VENV)/installed  ## instructor: grade submitted/ (or FROM=canvas.zip) on a local Dask cluster (GRADE_ARGS="--scheduler tcp://host:8786": on yours): grades.csv, feedback/, summary
 	python -m perfaudit.grade $(if $(FROM),--from $(FROM)) $(GRADE_ARGS)
+
+variants: $(VENV)/installed  ## instructor: who audits which variant of notebook 5 (drawn from each student's id: perfaudit/variants.py)
+	python -m perfaudit.grade --variants
 
 serve: $(VENV)/installed  ## instructor: grade each submission in the exchange as it arrives and release its feedback (a fair limit per student; SERVE_ARGS="--status")
 	python -m perfaudit.serve $(SERVE_ARGS)

@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+from perfaudit.longcells import validate_timeout
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "jax-performance-audit"
@@ -72,6 +74,8 @@ c.Autograde.autograde_preprocessors = [
     for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
 ] + [SanitizeOutputs]
 c.TrustedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+# Cells tagged long-running in source/ (notebook 5's timings of loops that retrace at every step) get
+# TrustedExecute.long_cell_timeout instead: perfaudit/longcells.py's, which Validate gives them too (end of file).
 # The limits on one submission's student code, for plain nbgrader and the batch command alike.
 c.SandboxLimits.memory_mb = 4096  # all of a submission's processes together
 c.SandboxLimits.scratch_mb = 512  # its working folder and, separately, its /tmp: in memory, gone afterwards
@@ -91,3 +95,6 @@ c.GradingService.window_hours = 24  # after the gradebook's due date, one graded
 from perfaudit.grade.grades_csv import GradesCsv  # noqa: E402
 
 c.ExportApp.plugin_class = GradesCsv
+# Validate waits longer for a cell tagged long-running (notebook 5's timings of loops that retrace at every step):
+# 30 s is too little for them on a busy machine (perfaudit/longcells.py).
+c.Validator.Execute.timeout_func = validate_timeout

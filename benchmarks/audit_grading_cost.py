@@ -47,6 +47,8 @@ def plain_run(folder, out):
     from perfaudit import notebooks
 
     nb = nbformat.read(Path(folder) / NOTEBOOK, as_version=4)
+    # as the student the trusted run grades (submitted/<student>/<assignment>/): their variant, their data
+    os.environ["PERFAUDIT_STUDENT"] = Path(folder).resolve().parent.name
     started = time.perf_counter()
     nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}}).execute()
     total = time.perf_counter() - started

@@ -11,6 +11,7 @@ Commands, one module each, run from the course directory (in brackets: the make 
   python -m perfaudit.hub.exchange   the hub's shared exchange, and the course folders students must not read [make hub]
   python -m perfaudit.hub.people     the class's names in the gradebook, for Formgrader's list [make hub]
   python -m perfaudit.hub.watchdog   each student's memory in total under their share, a hub service [make hub]
+  python -m perfaudit.hub.private_pipe the kernel the hub's users run: no port of its own (its kernelspec) [make hub]
   python -m perfaudit.coldstart      the first call of a cold process, with and without a persistent cache (JSON)
   python -m perfaudit.sweep          steady calls across input sizes: where computation overtakes dispatch (JSON)
   python -m perfaudit.decompose      where the first call's time goes, measured two independent ways (JSON)
@@ -22,6 +23,8 @@ The other make targets (make help says what each does):
   make test-catalog    every catalog case graded by both graders
   make lint            ruff over the repository, mypy over the grading wings (make test runs both)
   make release         notebooks/ generated again from source/
+  make id              a student states their id once: notebook 5's variant is drawn from it (python -m perfaudit.check)
+  make variants        who audits which variant of notebook 5 (python -m perfaudit.grade)
   make feedback        feedback and each LMS export written again from the gradebook (python -m perfaudit.grade)
   make bench-grading   benchmark: batch grading on local workers and a Dask cluster against plain nbgrader
   make bench-load      benchmark: every sample graded by both graders on a busy machine

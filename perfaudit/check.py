@@ -4,6 +4,7 @@
     python -m perfaudit.check --implementation solution --stage 1        # instructors: source/
     python -m perfaudit.check --implementation starter --stage 3 --evidence-dir runs/performance-audit
     python -m perfaudit.check --implementation solution --stage 1 --in-process  # where no kernel can start
+    python -m perfaudit.check --id jdoe                                  # students: state your id once (notebook 5)
 
 Without --implementation it runs the student's working copy (work/performance-audit/, made from the release on
 first use) as it is: the visible checks only, since hidden tests exist only where they are graded. The instructor's
@@ -19,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from perfaudit import ASSIGNMENT, notebooks, paths, reuse, workcopy
+from perfaudit import ASSIGNMENT, notebooks, paths, reuse, variants, workcopy
 
 
 def stage_notebook(implementation, stage, source):
@@ -58,7 +59,8 @@ def run_stage(implementation, stage, evidence_dir, in_process=False):
     nb, missing = stage_notebook(implementation, stage, source)
     folder = paths.SOURCE if implementation == "solution" else paths.RELEASE  # where its neighbours are
     what = f"stage {stage} ({implementation}{', in this process' if in_process else ''})"
-    return _verdict(nb, missing, what, "checks (hidden tests included)", stage, evidence_dir, folder, in_process)
+    return _verdict(nb, missing, what, "checks (hidden tests included)", stage, evidence_dir, folder, in_process,
+                    instructor=True)
 
 
 def run_visible_checks(stage, evidence_dir, course_dir=paths.ROOT, in_process=False):
@@ -87,9 +89,19 @@ def headline(verdict, what, results, missing, kind):
     return line + (f"; other cells failed: {', '.join(others)}" if others else "")
 
 
-def _verdict(nb, missing, what, kind, stage, evidence_dir, folder, in_process=False):
+def student_env(folder, instructor):
+    """The id notebook 5 hands out a variant for, as the kernel, started in a folder of its own, would not find it:
+    {PERFAUDIT_STUDENT: id} found from `folder` (perfaudit/variants.py), else the instructor's for their notebooks."""
+    found = variants.student_id(start=folder)
+    if found is None and instructor:
+        found = (variants.INSTRUCTOR, "")
+    return {variants.STUDENT_ENV: found[0]} if found else {}
+
+
+def _verdict(nb, missing, what, kind, stage, evidence_dir, folder, in_process=False, instructor=False):
     # The kernel runs in a folder of its own; notebook 4 reads notebook 3 from `folder` (perfaudit/reuse.py).
-    env = {paths.EVIDENCE_ENV: str(evidence_dir), reuse.FOLDER_ENV: str(Path(folder).resolve())}
+    env = {paths.EVIDENCE_ENV: str(evidence_dir), reuse.FOLDER_ENV: str(Path(folder).resolve()),
+           **student_env(folder, instructor)}
     execute = notebooks.execute_in_process if in_process else notebooks.execute
     with tempfile.TemporaryDirectory(prefix="perfaudit-check-") as cwd:
         executed = execute(nb, cwd, env=env)
@@ -112,7 +124,16 @@ def _verdict(nb, missing, what, kind, stage, evidence_dir, folder, in_process=Fa
             lines.append(f"  - cell {r.grade_id}: {explain(r)}")
     if stage in (3, 4):
         lines.append(f"  evidence: {evidence_dir}")
+    if stage == 5 and variants.STUDENT_ENV in env:
+        lines.append(f"  {variants.assigned(env[variants.STUDENT_ENV])}")
     return passed, lines
+
+
+def state_id(student, course_dir=paths.ROOT):
+    """Write the student's id where notebook 5 finds it (student-id.txt in the copy); the lines to print."""
+    path = variants.write_id(student, course_dir)
+    return [f"{path}: {variants.assigned(student.strip())}. Notebook 5 hands you that variant's loop; grading "
+            "checks it against the id your course has for you, so write it as your course knows it."]
 
 
 def main(argv=None):
@@ -120,7 +141,10 @@ def main(argv=None):
     parser.add_argument("--implementation", choices=["starter", "solution"],
                         help="instructors (needs source/): starter, the release in notebooks/ with the hidden tests; "
                              "solution, the instructor's in source/. Without it: your working copy, visible checks")
-    parser.add_argument("--stage", type=int, choices=sorted(paths.STAGES), required=True)
+    parser.add_argument("--stage", type=int, choices=sorted(paths.STAGES))
+    parser.add_argument("--id", metavar="STUDENT_ID",
+                        help=f"your student id, as your course knows it: written to {variants.ID_FILE}, and notebook "
+                             "5 hands you the variant of its loop drawn from it (said here)")
     parser.add_argument("--evidence-dir", type=Path, default=paths.DEFAULT_EVIDENCE_DIR,
                         help="where stages 3 and 4 write report.json and workload.jaxpr.txt "
                              f"(default: {paths.DEFAULT_EVIDENCE_DIR})")
@@ -128,6 +152,15 @@ def main(argv=None):
                         help="run the notebook's cells in this process, not in a kernel: for a machine where no "
                              "kernel can start (no TCP socket); one stage per process")
     args = parser.parse_args(argv)
+    if args.id is not None:
+        try:
+            print("\n".join(state_id(args.id)))
+        except ValueError as error:
+            parser.error(str(error))
+    if args.stage is None:
+        if args.id is None:
+            parser.error("the following arguments are required: --stage")
+        return 0
     if args.implementation and not paths.SOURCE.is_dir():
         parser.error("this copy holds no instructor notebooks (source/): check your notebook with "
                      f"`python -m perfaudit.check --stage {args.stage}`")

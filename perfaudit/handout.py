@@ -5,8 +5,8 @@ lr = lr0 / (1 + LR_DECAY * i), the loss is mean((x @ w - y) ** 2) before the upd
 w <- w - lr * x.T @ (x @ w - y) / len(y). Every variant computes exactly that (reference_train, in NumPy), and
 returns (w, losses); what differs is how it is written, and so what it costs.
 
-The variants are the course's terms: the source notebook's setup cell names the one its students audit
-(AUDIT_VARIANT; docs/instructors.md says how to pick one). Which problems each variant holds is the answer key's
+Each student audits a variant of their own, drawn from their student id (perfaudit/variants.py; the notebook's
+AUDIT_VARIANT and AUDIT_SEED). Which problems each variant holds is the answer key's
 (perfaudit/answer_key/answers.py), not this module's. Each loop takes `jit` (jax.jit by default), as notebook 3's
 gather_evidence does, so that a counting jit can count its traces; and each variant comes with the benchmark its
 author wrote (benchmark_of).
@@ -177,6 +177,29 @@ def train_once(w, batches, lr0, jit=None):
     return w, losses
 
 
+def train_eager_loss(w, batches, lr0, jit=None):
+    """The same loop with each step's loss computed outside the jitted step, in jax.numpy, after JAX's caches are
+    cleared (as in a fresh process): one trace per batch shape, but each of those jnp calls compiles a program of
+    its own at each new shape too. So a counter of what JAX compiles counts more than the loop's traces."""
+    # JAX when the loop runs, as in the handed-out loops
+    import jax
+    import jax.numpy as jnp
+
+    jit = jit or jax.jit
+    jax.clear_caches()  # the jnp calls below compile here, whatever shapes ran before
+
+    def step(w, x, y, lr):
+        err = x @ w - y
+        return w - lr * x.T @ err / x.shape[0], err
+
+    step = jit(step)
+    losses = []
+    for i, (x, y) in enumerate(batches):
+        w, err = step(w, x, y, learning_rate(lr0, i))
+        losses.append(jnp.mean(jnp.square(err)))
+    return w, losses
+
+
 # --- loops whose jit gets options: a trace counter must hand jax.jit the options the loop gives it --------------
 
 STAGE_STEPS = 2  # the static stage of train_staged: a new value every STAGE_STEPS steps
@@ -257,6 +280,14 @@ def data_for(variant, rng, steps=STEPS):
     else:
         sizes = ragged_sizes(rng, steps, min(DISTINCT_SIZES, steps))
     return make_batches(rng, sizes), float(rng.uniform(0.05, 0.2))
+
+
+def audit_data(variant, seed):
+    """(batches, lr0, one_size) notebook 5 audits with, from a student's variant and seed (perfaudit/variants.py):
+    the loop's data (data_for), and as many batches of one size, the first batch's, to count traces over."""
+    batches, lr0 = data_for(variant, np.random.default_rng(seed))
+    one_size = make_batches(np.random.default_rng(seed + 1), [len(batches[0][1])] * len(batches))
+    return batches, lr0, one_size
 
 
 def reference_train(w, batches, lr0):

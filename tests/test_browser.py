@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from chromium import UI_MS, started_server
 
-from perfaudit import ASSIGNMENT, lab, notebooks, paths
+from perfaudit import ASSIGNMENT, lab, notebooks, paths, variants
 from perfaudit.fixtures.samples import instructor_solution
 from perfaudit.instructor import course
 
@@ -56,6 +56,7 @@ def jupyter_lab(tmp_path_factory):
     for direction in ("solved", "untouched"):
         shutil.copytree(paths.RELEASE, root / "work" / direction,
                         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "runs"))
+    variants.write_id("student-0", root)  # as `make id ID=student-0` states it: notebook 5's variant is drawn from it
     # The instructor's release into the local exchange, for the Assignments view.
     course.nbgrader("release_assignment", ASSIGNMENT, course_dir=root)
     with started_lab(root, tmp_path_factory.mktemp("lab-home")) as running:

@@ -153,8 +153,21 @@ RUN_BY = {
         ("instructor/test_student_copy.py", '_check(unzipped, "--stage", "2")')],
     # the accounts and the hub as make hub-users and make hub make them (perfaudit.hub.accounts, .exchange, jupyterhub)
     "sudo make hub-users ROSTER=roster.txt": [
-        ("hub/test_hub.py", "accounts.add(people, hub=settings.from_environment(env))")],
-    "sudo make hub": [("hub/test_hub.py", '_run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)')],
+        ("hub/test_hub.py", "accounts.add(people, hub=settings.from_environment(env))"),
+        ("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],  # docs/hub.md's section, as written
+    "sudo make hub": [("hub/test_hub.py", '_run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)'),
+                      ("hub/test_hub_docs.py", 'hub = subprocess.Popen(["bash", "-c", substituted(commands[-1]')],
+    # docs/hub.md's first step, as written (an account and a folder of the test's own)
+    "useradd --create-home grader": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
+    "install -d -o grader -g grader -m 0700 /srv/course": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
+    "sudo -u grader sh -c 'umask 077 && git clone ... /srv/course'": [
+        ("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
+    "cd /srv/course": [("hub/test_hub_docs.py", "cwd = Path(shlex.split(line)[1])")],
+    "make variants": [("grade/test_variant_list.py", 'main(["--variants", "--course-dir", str(tmp_path)])')],
+    # the whole source notebook, hidden tests included, as a student of each variant (run_cells)
+    "PERFAUDIT_STUDENT=jdoe make check STAGE=5 IMPLEMENTATION=solution": [
+        ("helpers/audit_misconceptions.py", "os.environ[variants.STUDENT_ENV] = student_with(variant)")],
+    "make id ID=jdoe": [("test_variants.py", 'check.state_id(" jdoe ", copy)')],
     "make reset-course": [("test_whole_term.py", '"make", "--no-print-directory", "reset-course"'),
                           ("test_makefile.py", 'make("reset-course", cwd=tmp_path)')],
 }
@@ -172,6 +185,8 @@ RECIPES = {
     "make grade FROM=canvas-download.zip": "python -m perfaudit.grade --from canvas-download.zip",
     "make serve": "python -m perfaudit.serve",
     "make feedback": "python -m perfaudit.grade --feedback-only",
+    "make variants": "python -m perfaudit.grade --variants",
+    "make id ID=jdoe": 'python -m perfaudit.check --id "jdoe"',
     "make lab": "python -m perfaudit.lab --",
     "make lab ALLOW_ROOT=1": "python -m perfaudit.lab --allow-root --",
     'make lab LAB_ARGS="--no-browser --port=8890"': "python -m perfaudit.lab -- --no-browser --port=8890",
@@ -183,8 +198,8 @@ NOT_RUN = {
     "the network (.ci/run installs bubblewrap and uidmap so on CI)",
     "apt-get install chromium postgresql nodejs npm": "installs system packages, as root, from the network (.ci/run "
     "does)",
-    "apt-get install python3.11 python3.11-venv make bubblewrap uidmap nodejs": "installs system packages, as "
-    "root, from the network (.ci/run installs uidmap, nodejs and npm so on CI)",
+    "apt-get install python3.11 python3.11-venv make bubblewrap uidmap nodejs sudo git": "installs system "
+    "packages, as root, from the network (.ci/run installs uidmap, sudo, nodejs and npm so on CI)",
     "make test": "the whole suite, this file included: CI runs it (.ci/run)",
     "dask scheduler --protocol tls --host 10.0.0.1 --port 8786 --tls-ca-file ca.pem --tls-cert head.pem "
     "--tls-key head-key.pem": "needs a certificate authority's files; the tls:// address of a scheduler file is "

@@ -56,3 +56,17 @@ def test_the_staged_loops_trace_once_per_stage_with_their_options_kept():
         assert count_traces(train, w0, batches, 0.1) == handout.staged_traces(batches) == 4
         w, losses = train(w0, batches, 0.1)
         np.testing.assert_allclose([float(v) for v in losses], handout.reference_train(w0, batches, 0.1)[1], rtol=1e-4)
+
+
+def test_the_eager_loss_loop_traces_once_at_one_size_but_compiles_its_jnp_calls_too():
+    from perfaudit import jaxlog  # JAX's compile events, which import JAX
+
+    rng = np.random.default_rng(5)
+    batches = handout.make_batches(rng, [40] * 5)
+    w0 = np.zeros(handout.FEATURES, dtype=np.float32)
+    assert count_traces(handout.train_eager_loss, w0, batches, 0.1) == 1
+    for _ in range(2):  # every run, however often the shapes ran before: the loop clears JAX's caches first
+        with jaxlog.compiled() as names:
+            w, losses = handout.train_eager_loss(w0, batches, 0.1)
+        assert len(names) > 1 and len([name for name in names if "step" in name]) == 1, names
+    np.testing.assert_allclose([float(v) for v in losses], handout.reference_train(w0, batches, 0.1)[1], rtol=1e-4)

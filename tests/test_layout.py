@@ -155,6 +155,9 @@ TESTED_ELSEWHERE = {
     "perfaudit.fixtures.samples": "autograde/, grade/test_run.py",
     "perfaudit.serve.exchange": "serve/test_serve_exchange.py (hub/test_exchange.py has the basename pytest needs "
                                 "unique)",
+    "perfaudit.grade.page": "grade/test_classreport.py, grade/test_similarity.py (text from a submission stays text)",
+    "perfaudit.grade.similaritypage": "grade/test_similarity.py (the page from planted copies)",
+    "perfaudit.grade.solutions": "grade/test_similarity.py (broken submissions skipped with their reason)",
 }
 
 

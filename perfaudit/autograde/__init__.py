@@ -10,6 +10,7 @@ isolation/  where student code runs: the trust boundary, the sandboxed kernel, i
 wire/       the channel between the grader and the kernel: plain data both ways, every limit
 evidence/   the grader's instruments for hidden tests: its jit and clock, made-up evidence, measured checks
 hidden.py   what hidden tests use that a student's copy never holds (`from perfaudit.autograde import hidden`)
+graded.py   whose notebook is graded: the gradebook's id, so the variant of notebook 5 its tests check against
 errors.py   every exception the wing raises, in one place
 text.py     text from anywhere made safe to show a person
 

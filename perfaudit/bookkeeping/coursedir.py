@@ -16,6 +16,10 @@ from traitlets.config.loader import PyFileConfigLoader
 if TYPE_CHECKING:
     from nbgrader.coursedir import CourseDirectory
 
+# Under submitted/: what intake recorded of each student an LMS download named (perfaudit/grade/intake.py); a file,
+# so nbgrader's student globs and the batch skip it. Graders read it for a student's LMS id (autograde/graded.py).
+LMS_RECORD = ".lms-intake.json"
+
 
 def keep_from_other_accounts() -> None:
     """Nothing this process makes is open to other accounts unless it says so: on a hub, students share the machine.

@@ -40,14 +40,20 @@ def as_result(out, what):
         fail(f"{what} should return (w, losses) as arrays and a list of numbers; found something else.")
 
 
-def check_trains_like_reference(train, batches, lr0, what):
-    """train(w, batches, lr0) computes what the handed-out loop computes (handout.reference_train, in NumPy); where
-    it does not, the message says what the numbers show (_why_values_differ)."""
-    w, losses = as_result(train(weights(), batches, lr0), what)
-    expected_w, expected_losses = handout.reference_train(weights(np.float64), batches, lr0)
+def check_trains_like_reference(train, batches, lr0, what, start=None):
+    """train(start, batches, lr0) computes what the handed-out loop computes from start (zeros where not given:
+    handout.reference_train, in NumPy); where it does not, the message says what the numbers show
+    (_why_values_differ)."""
+    start = weights() if start is None else np.asarray(start, np.float32)
+    w, losses = as_result(train(start.copy(), batches, lr0), what)
+    expected_w, expected_losses = handout.reference_train(start.astype(np.float64), batches, lr0)
     if w.shape != expected_w.shape or losses.shape != (len(batches),):
         fail(f"{what} should return w of shape {expected_w.shape} and one loss per batch ({len(batches)}); found "
              f"shapes {w.shape} and {losses.shape}.")
+    if start.any() and not agrees(w, expected_w) and agrees(w, handout.reference_train(weights(np.float64),
+                                                                                       batches, lr0)[0]):
+        fail(f"{what}, given starting weights other than zeros, returned the weights the handed-out loop ends with "
+             "from zeros: it must start from its argument w, as the handed-out loop does.")
     expected_losses = np.asarray(expected_losses)
     for name, found, expected in (("the loss", losses, expected_losses), ("w", w, expected_w)):
         wrong = _off(found, expected)
@@ -55,6 +61,12 @@ def check_trains_like_reference(train, batches, lr0, what):
             i = int(np.argmax(wrong))
             fail(f"{what}: {name} differs from the handed-out loop's: {expected[i]:.6f} expected at [{i}], found "
                  f"{found[i]:.6f}. {_why_values_differ(losses, expected_losses, batches)}")
+
+
+def agrees(found, expected):
+    """Whether found is expected, to VALUE_TOLERANCE, everywhere."""
+    found, expected = np.asarray(found), np.asarray(expected)
+    return found.shape == expected.shape and not _off(found, expected).any()
 
 
 def _off(found, expected):
@@ -124,21 +136,24 @@ def check_time_loop(time_loop, rng=None):
 
 
 def check_fixed_train(fixed_train, rng=None):
-    """fixed_train gives the handed-out loop's w and losses, on batches of one size and of several sizes."""
+    """fixed_train gives the handed-out loop's w and losses, on batches of one size and of several sizes, from
+    starting weights drawn now (a loop that starts from zeros whatever it is given misses them)."""
     rng = rng or np.random.default_rng()
     for variant in ("B", "A"):  # one size, then several
         batches, lr0 = handout.data_for(variant, rng, steps=int(rng.integers(4, 9)))
         sizes = sorted({len(y) for _, y in batches})
-        check_trains_like_reference(fixed_train, batches, lr0, f"fixed_train on batches of sizes {sizes}")
+        check_trains_like_reference(fixed_train, batches, lr0, f"fixed_train on batches of sizes {sizes}",
+                                    start=rng.normal(0.0, 0.5, handout.FEATURES))
 
 
 COUNT_HOW = ("Pass train a jit that counts: jit=lambda fn, **options: jax.jit(<fn with a counter>, **options), with "
              "functools.wraps(fn) on the counting function, and read the counter once the loop's results are ready.")
 
 
-def check_counted(count_traces, train, batches, lr0, expected, what, misread=None):
+def check_counted(count_traces, train, batches, lr0, expected, what, misread=None, more=None):
     """count_traces(train, w, batches, lr0) is `expected`. misread: {a count a known mistake gives: what it is},
-    so that a wrong count is named for its mistake where one explains it."""
+    so that a wrong count is named for its mistake where one explains it; more: what a count above `expected` that
+    misread does not name is."""
     try:
         found = count_traces(train, weights(), batches, lr0)
     except TypeError as error:
@@ -156,7 +171,7 @@ def check_counted(count_traces, train, batches, lr0, expected, what, misread=Non
     if type(found) is not int:
         fail(f"count_traces should return the number of traces as an int; found {type(found).__name__}.")
     if found != expected:
-        mistake = (misread or {}).get(found)
+        mistake = (misread or {}).get(found) or (more if found > expected else None)
         fail(f"count_traces({what}) is {found}, but that loop traces its step {expected} time(s) over these batches"
              + (f": {found} is {mistake}" if mistake else "") + f". {COUNT_HOW}")
 
@@ -166,17 +181,27 @@ CALLS_COUNTED = ("the number of steps, one call of the step each: a counter outs
                  "traces")
 
 
-def check_count_traces(count_traces, train_once, staged=(), rng=None):
+COMPILES_COUNTED = ("more than its traces: a count of what JAX compiled? This loop's jax.numpy calls outside its "
+                    "jitted step (jnp.square, jnp.mean) compile programs of their own too, but only the step traces. "
+                    "Count in the function jax.jit traces: JAX runs its Python once per trace")
+
+
+def check_count_traces(count_traces, train_once, staged=(), rng=None, eager=None):
     """count_traces counts the traces of the loop it is given, not its steps: a loop whose step sees one shape
     traces once; at three sizes, three times. staged: (train_static_argnums, train_static_argnames), the loop
     handout.train_staged with its stage given to jit each way, made where count_traces runs: each traces once per
-    stage, so a counter that drops jit's options (or, for static_argnames, the signature) counts once."""
+    stage, so a counter that drops jit's options (or, for static_argnames, the signature) counts once. eager:
+    handout.train_eager_loss, made where count_traces runs: it traces once at one size, but compiles jax.numpy calls
+    outside its step as well, so a counter of compiles counts more."""
     rng = rng or np.random.default_rng()
     steps = int(rng.integers(5, 9))
     sizes = handout.ragged_sizes(rng, steps, 3)
     batches = handout.make_batches(rng, [sizes[0]] * steps)
     check_counted(count_traces, train_once, batches, 0.1, 1, f"a loop over {steps} batches of one size",
                   {steps: CALLS_COUNTED})
+    if eager is not None:
+        check_counted(count_traces, eager, batches, 0.1, 1, f"a loop over {steps} batches of one size whose loss is "
+                      "computed outside its jitted step", {steps: CALLS_COUNTED}, COMPILES_COUNTED)
     batches = handout.make_batches(rng, sizes)
     check_counted(count_traces, train_once, batches, 0.1, 3, f"a loop over {steps} batches of 3 sizes",
                   {steps: CALLS_COUNTED})

@@ -20,6 +20,11 @@ escape.py    text from a submission as one printable line, for the terminal and 
 classdata.py every student's score and message per test, read from the gradebook and autograded/
 items.py     item analysis: pass counts, discrimination, failures grouped by cause
 classreport.py  reports/class-report.html, one self-contained page (python -m perfaudit.grade --report)
+variant_list.py  who audits which variant of notebook 5 (python -m perfaudit.grade --variants, make variants)
+solutions.py what each student wrote in the solution cells, read from submitted/, the release's code apart
+similarity.py  pairs of students whose solution code is unusually alike (copydetect)
+similaritypage.py  reports/similarity.html beside the class report: those pairs side by side; changes no grade
+page.py      what the reports' HTML pages share: a policy that allows no request, the style, escaping
 regrade.py   the scores kept before a run grades anyone again, and reports/regrade-<time>.csv
 task.py      one student's grading on a worker, returned as a GradingResult of plain data
 writer.py    the one writer of a GradingResult (batch and service): gradebook, folders, record, state

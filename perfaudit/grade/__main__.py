@@ -6,7 +6,7 @@
     python -m perfaudit.grade --scheduler tcp://host:8786   # grade on a running Dask cluster
     python -m perfaudit.grade --export canvas --roster gradebook.csv   # grades and feedback back to the LMS
     python -m perfaudit.grade --feedback-only       # after Formgrader: feedback and each LMS export again
-    python -m perfaudit.grade --report              # reports/class-report.html (also written after every run)
+    python -m perfaudit.grade --report              # reports/class-report.html and similarity.html (every run too)
     python -m perfaudit.grade --export records      # exports/records.jsonl: what graded each notebook
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 try:
     from perfaudit.bookkeeping import coursedir
-    from perfaudit.grade import classreport, export, feedback, records
+    from perfaudit.grade import classreport, export, feedback, records, variant_list
     from perfaudit.grade.errors import NothingToGrade, SchedulerUnreachable
     from perfaudit.grade.run import Options, run
     from perfaudit.autograde.plugins.canary import GradingEnvironmentError, disk_full
@@ -64,7 +64,10 @@ def command_line() -> argparse.ArgumentParser:
                                     "feedback/)")
     lms.add_argument("--report", action="store_true", help="write reports/class-report.html: score histograms, each "
                      "test's pass rate, discrimination and commonest failures, the last regrade's changes, time per "
-                     "notebook, who was not graded (every grading run writes it too)")
+                     "notebook, who was not graded; and reports/similarity.html, pairs of submissions whose code is "
+                     "alike (every grading run writes both)")
+    lms.add_argument("--variants", action="store_true", help="list who audits which variant of notebook 5 (drawn "
+                     "from each student's id: perfaudit/variants.py)")
     lms.add_argument("--export", choices=["canvas", "moodle", "records"], help="canvas, moodle: write "
                      "exports/<lms>-grades.csv to import and exports/<lms>-feedback.zip to upload; records: write "
                      "exports/records.jsonl, the record behind each grade (sha256 of the submitted and source "
@@ -96,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         path, seconds = classreport.build_for(args.course_dir, args.db_url)
         print(f"Class report: {path} (built in {seconds:.1f} s)")
         return 0
+    if args.variants:
+        print("\n".join(variant_list.lines(args.course_dir, args.db_url)))
+        return 0
     if args.export == "records":
         print("\n".join(records.export_course(args.course_dir, args.db_url)))
         return 0
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(done.lines))
         return 0
     options = {k: v for k, v in vars(args).items()
-               if k not in ("export", "roster", "lms_column", "report", "feedback_only")}
+               if k not in ("export", "roster", "lms_column", "report", "feedback_only", "variants")}
     try:
         batch = run(Options(**options))
     except (SandboxUnavailable, GradingEnvironmentError, SchedulerUnreachable, NothingToGrade) as refusal:

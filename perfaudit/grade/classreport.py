@@ -14,7 +14,6 @@ is shown through escape.one_line and html.escape.
 """
 
 import base64
-import html
 import io
 import json
 import os
@@ -27,32 +26,20 @@ from matplotlib.figure import Figure
 from nbgrader.api import MissingEntry
 from sqlalchemy.engine import make_url
 
-from perfaudit import ASSIGNMENT
+from perfaudit import ASSIGNMENT, handout, paths, variants
+from perfaudit.autograde import graded
 from perfaudit.bookkeeping import statefolder
 from perfaudit.bookkeeping.coursedir import course_directory
 from perfaudit.bookkeeping.coursedir import venv_first_on_path
 from perfaudit.grade import classdata, intake, items, records, refused, regrade
 from perfaudit.grade.classdata import ClassData
 from perfaudit.grade.escape import one_line
+from perfaudit.grade.page import POLICY, STYLE, e
 
 REPORTS_DIR = "reports"  # in the course directory
 PAGE = "class-report.html"
 NOT_GRADED = "not-graded.json"  # in the batch state folder: the last run's students it could not grade
 CAUSES_SHOWN = 5  # failure causes listed per test; the rest are counted
-POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
-
-STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1200px; padding: 0 1em; color: #222; }
-h1 { font-size: 1.5em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; } h3 { font-size: 1.05em; }
-table { border-collapse: collapse; margin: .6em 0; } td, th { border: 1px solid #ddd; padding: 3px 7px;
-  vertical-align: top; text-align: left; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-table.sortable th { cursor: pointer; background: #f3f3f3; user-select: none; }
-th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
-.plots { display: flex; flex-wrap: wrap; gap: 8px; } .plots figure { margin: 0; }
-.note { color: #555; } code, .msg { font-family: ui-monospace, monospace; font-size: .92em; word-break: break-word; }
-.low { background: #fde8e8; }
-"""
-
 # Click a header: sort its table's rows by that column, numbers as numbers (data-value), again to reverse.
 SCRIPT = """
 document.querySelectorAll("table.sortable th").forEach((th) => th.addEventListener("click", () => {
@@ -78,11 +65,6 @@ document.querySelectorAll("table.sortable th").forEach((th) => th.addEventListen
 
 class Cell(str):
     """A table cell already made of escaped HTML (<td ...>...</td>); any other value is text, escaped by _table."""
-
-
-def e(text: object) -> str:
-    """Any text as HTML: one printable line (escape.one_line), then escaped."""
-    return html.escape(one_line(text), quote=True)
 
 
 def _number(value, digits=2):
@@ -177,6 +159,37 @@ def _failures_section(analysed):
     return "\n".join(parts)
 
 
+def _variants_section(data, variant_of):
+    """Notebook 5 by variant: each variant's students, scores and each test's pass rate, so that a variant harder
+    than the others shows. variant_of: {student: variant} (perfaudit/variants.py)."""
+    audit = paths.STAGES[5].removesuffix(".ipynb")
+    maximum = data.notebooks().get(audit)
+    head = ('<h2 id="variants">Notebook 5 by variant</h2>\n<p class="note">Each student audits the variant drawn '
+            "from their id (perfaudit/variants.py; python -m perfaudit.grade --variants lists them). A test passed "
+            "far less often in one variant than in the others is harder there.</p>\n")
+    if maximum is None:
+        return head + "<p>No notebook 5 in this assignment.</p>"
+    by_variant = {v: [s for s in data.scores if variant_of.get(s) == v and data.graded(s, audit)]
+                  for v in handout.VARIANTS}
+    rows = []
+    for variant, students in by_variant.items():
+        scores = [data.final_score(s, audit) for s in students]
+        rows.append([variant, _number(len(students), None), _number(statistics.fmean(scores) if scores else None),
+                     _number(sum(1 for x in scores if x >= maximum), None)])
+    table = _table(["variant", "students", f"mean (of {maximum:g})", "full marks"], rows, "variants-table")
+    tests = [t for t in data.tests if t.notebook == audit]
+    rate_rows = []
+    for test in tests:
+        rates = []
+        for students in by_variant.values():
+            passed = sum(1 for s in students if data.scores[s].get(test.key, 0) >= test.points)
+            rates.append(_number(passed / len(students) if students else None))
+        rate_rows.append([test.name, _number(test.points, None), *rates])
+    rates_table = _table(["test", "points", *(f"pass rate {v}" for v in handout.VARIANTS)], rate_rows,
+                         "variant-tests-table")
+    return head + table + "\n" + rates_table
+
+
 def _regrade_section(reports_dir):
     found = regrade.newest(reports_dir)
     head = '<h2 id="regrade">Last regrade that changed scores</h2>\n'
@@ -245,14 +258,19 @@ def _not_graded_section(data, state_dir):
 
 
 def render(data: ClassData, analysed: list[items.Item], newest_records: dict[tuple[str, str], dict[str, Any]],
-           reports_dir: Path, state_dir: Path, source: str, needs_you: dict[str, dict[str, str]] | None = None) -> str:
-    """The page; needs_you: {student: {notebook: "not graded: why"}} refused at intake (refused.needs_you)."""
+           reports_dir: Path, state_dir: Path, source: str, needs_you: dict[str, dict[str, str]] | None = None,
+           similarity: str = "", variant_of: dict[str, str] | None = None) -> str:
+    """The page; needs_you: {student: {notebook: "not graded: why"}} refused at intake (refused.needs_you);
+    similarity: the paragraph that links the similarity page (similarity_link), already HTML; variant_of:
+    {student: their variant of notebook 5}."""
     maximum = sum(data.notebooks().values())
     sections = [_distribution_section(data), _tests_section(analysed), _failures_section(analysed),
-                _regrade_section(reports_dir), _time_section(data, newest_records),
-                _needs_you_section(data, needs_you or {}), _not_graded_section(data, state_dir)]
+                _variants_section(data, variant_of or {}), _regrade_section(reports_dir),
+                _time_section(data, newest_records), _needs_you_section(data, needs_you or {}),
+                _not_graded_section(data, state_dir)]
     nav = " &middot; ".join(f'<a href="#{a}">{t}</a>' for a, t in [
-        ("scores", "Scores"), ("tests", "Tests"), ("failures", "Failures"), ("regrade", "Regrade"),
+        ("scores", "Scores"), ("tests", "Tests"), ("failures", "Failures"), ("variants", "Variants"),
+        ("regrade", "Regrade"),
         ("time", "Time"), ("needs-you", "Needs you"), ("not-graded", "Not graded")])
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">\n'
@@ -260,12 +278,29 @@ def render(data: ClassData, analysed: list[items.Item], newest_records: dict[tup
             f"<h1>Class report: {e(ASSIGNMENT)}</h1>\n"
             f'<p class="note">{len(data.scores)} student(s) in the gradebook, {len(data.tests)} tests, '
             f"{maximum:g} points. Built {e(time.strftime('%Y-%m-%d %H:%M:%S %z'))} from {e(source)}.</p>\n"
-            f"<nav>{nav}</nav>\n" + "\n".join(sections) + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
+            f"<nav>{nav}</nav>\n{similarity}\n" + "\n".join(sections)
+            + f"\n<script>{SCRIPT}</script>\n</body></html>\n")
+
+
+def similarity_link(reports_dir: Path, submitted: Path, release: Path) -> str:
+    """Write the similarity page beside this one; the paragraph that links it, or says why it was not written (its
+    failure never stops the class report)."""
+    try:
+        from perfaudit.grade import similaritypage  # copydetect imports matplotlib.pyplot: only when a page is built
+
+        path, seconds = similaritypage.build(reports_dir, submitted, release)
+    except Exception as error:  # noqa: BLE001 - a student's file or a library's bug: the class report comes first
+        return (f'<p class="low">The similarity page was not written ({e(type(error).__name__)}: {e(error)}); '
+                "python -m perfaudit.grade --report tries again.</p>")
+    return (f'<p>Pairs of submissions whose code is unusually alike: <a href="{e(path.name)}">the similarity '
+            f"page</a> (for your information: it changes no grade; built in {seconds:.1f} s).</p>")
 
 
 def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Path,
-          needs_you: dict[str, dict[str, str]] | None = None) -> tuple[Path, float]:
-    """Write reports/class-report.html; return (its path, seconds it took). needs_you: refused.needs_you's."""
+          needs_you: dict[str, dict[str, str]] | None = None, submitted: Path | None = None,
+          release: Path | None = None) -> tuple[Path, float]:
+    """Write reports/class-report.html; return (its path, seconds it took). needs_you: refused.needs_you's.
+    submitted and release (the assignment's folders): the similarity page is written beside it, and linked."""
     started = time.monotonic()
     course_dir, autograded = Path(course_dir), Path(autograded)
     state_dir = statefolder.folder(autograded)
@@ -273,7 +308,12 @@ def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Pa
     newest_records = records.latest(records.read(records.path_for(autograded)))
     reports_dir = course_dir / REPORTS_DIR
     source = f"the gradebook {make_url(url).render_as_string(hide_password=True)} and {autograded}"
-    page = render(data, items.analyse(data), newest_records, reports_dir, state_dir, source, needs_you)
+    similar = similarity_link(reports_dir, Path(submitted), Path(release)) if submitted and release else ""
+    submitted_dir = Path(submitted) if submitted else course_dir / course_directory(course_dir).submitted_directory
+    variant_of = {student: variants.assigned(graded.variant_id(student, submitted_dir)).variant
+                  for student in data.scores}
+    page = render(data, items.analyse(data), newest_records, reports_dir, state_dir, source, needs_you, similar,
+                  variant_of)
     reports_dir.mkdir(parents=True, exist_ok=True)
     path = reports_dir / PAGE
     tmp = path.with_name(f"{PAGE}.{os.getpid()}.tmp")
@@ -283,8 +323,10 @@ def build(course_dir: str | Path, url: str, course_id: str, autograded: str | Pa
 
 
 def after_run(course_dir: str | Path, url: str, course_id: str, autograded: str | Path, batch: Any,
-              before: ClassData | None, when: str, out: TextIO) -> None:
-    """After a grading run: who it could not grade (kept for the report), the regrade diff, the class report."""
+              before: ClassData | None, when: str, out: TextIO, submitted: Path | None = None,
+              release: Path | None = None) -> None:
+    """After a grading run: who it could not grade (kept for the report), the regrade diff, the class report and
+    (given submitted and release) the similarity page."""
     course_dir, state_dir = Path(course_dir), statefolder.folder(autograded)
     state_dir.mkdir(parents=True, exist_ok=True)
     last = {"run_at": when, "environment": batch.environment, "refused": batch.refused}
@@ -295,7 +337,7 @@ def after_run(course_dir: str | Path, url: str, course_id: str, autograded: str 
         path = regrade.write_csv(course_dir / REPORTS_DIR, when, rows) if rows else None
         print(regrade.summary_line(rows, path), file=out)
     try:
-        path, seconds = build(course_dir, url, course_id, autograded, batch.needs_you)
+        path, seconds = build(course_dir, url, course_id, autograded, batch.needs_you, submitted, release)
     except Exception as error:  # noqa: BLE001 - the grades are saved: say so, and how to get the page
         print(f"WARNING: the class report was not written ({type(error).__name__}: {one_line(error)}); the grades "
               "are saved. python -m perfaudit.grade --report writes it from the gradebook.", file=out)
@@ -310,8 +352,10 @@ def build_for(course_dir: str | Path, db_url: str | None = None) -> tuple[Path, 
     autograded = Path(coursedir.format_path(coursedir.autograded_directory, ".", ".")).resolve()
     submitted = coursedir.format_path(coursedir.submitted_directory, ".", ".")
     needs_you = refused.needs_you(submitted, intake.lms_record(submitted), ASSIGNMENT)
+    release = Path(coursedir.format_path(coursedir.release_directory, ".", ASSIGNMENT)).resolve()
     try:
-        return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded, needs_you)
+        return build(Path(course_dir).resolve(), coursedir.db_url, coursedir.course_id, autograded, needs_you,
+                     Path(submitted).resolve(), release)
     except MissingEntry:
         raise SystemExit(f"The gradebook ({make_url(coursedir.db_url).render_as_string(hide_password=True)}) has no "
                          f"assignment '{ASSIGNMENT}': nothing graded to report on yet.")

@@ -21,6 +21,7 @@ Dask configuration (a file, a DASK_DISTRIBUTED__... variable) leaves Dask's defa
 import json
 import logging
 import socket
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -127,10 +128,13 @@ def _cluster(scheduler: str | None, workers: int, log: str | Path | None) -> Ite
     loopback_any_port = "127.0.0.1:0"  # Dask's HTTP endpoints (health, metrics) too: never on another interface
     # security=True: temporary TLS credentials, client and workers must present them (see the docstring above).
     # No HTTP routes: the HTTP servers Dask always starts answer 404 to anyone, so no page names a task (a student).
-    with dask.config.set(NO_HTTP_ROUTES), \
+    # Workers' scratch folders (each student's graded copies pass through them) in a folder made here, the grader's
+    # alone: Dask's default, <tmp>/dask-scratch-space, is taken as found, and an account that made it first could
+    # swap a worker's folder in it for a link to one of its own.
+    with dask.config.set(NO_HTTP_ROUTES), tempfile.TemporaryDirectory(prefix="perfaudit-dask-") as scratch, \
             LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
                          dashboard_address=loopback_any_port, worker_dashboard_address=loopback_any_port,
-                         memory_limit=0, silence_logs=logging.ERROR, security=True) as local:
+                         memory_limit=0, silence_logs=logging.ERROR, security=True, local_directory=scratch) as local:
         with Client(local, set_as_default=False) as client:
             if log:
                 client.register_plugin(OutputToLog(log))

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from perfaudit.autograde.isolation.submission import MAX_FILE_BYTES
+from perfaudit.bookkeeping.coursedir import LMS_RECORD
 from perfaudit.grade import names
 from perfaudit.grade.errors import NotPlaced
 from perfaudit.grade.escape import one_line
@@ -56,7 +57,7 @@ CANVAS_RESUBMISSION = re.compile(r"^(?P<stem>.+)-\d+(?P<ext>\.ipynb)$")
 BROWSER_COPY = re.compile(r"^(?P<stem>.+) \(\d+\)(?P<ext>\.ipynb)$")  # a second download of the same file
 NOTEBOOK_SUFFIX = ".ipynb"
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"  # nbgrader's Exchange.timestamp_format, as its collect writes it
-RECORD = ".lms-intake.json"  # under submitted/: a file, so nbgrader's student globs and the batch skip it
+RECORD = LMS_RECORD  # under submitted/ (perfaudit/bookkeeping/coursedir.py)
 UTF8_NAME_FLAG = 0x800  # a zip entry's general-purpose flag: its name is UTF-8
 HISTORY = ".history"  # under submitted/<student>/: earlier submissions; a dot folder nbgrader's globs skip
 

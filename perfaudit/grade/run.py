@@ -301,8 +301,9 @@ def _report(session: GradingSession, state: statefolder.State, batch: Batch, bef
             when: str, out: TextIO) -> None:
     """The terminal summary of the Batch, the class report and the regrade diff, and what to do next."""
     summary.print_summary(session.url, session.course_id, ASSIGNMENT, state, session.autograded, batch, out)
+    release = Path(session.coursedir.format_path(session.coursedir.release_directory, ".", ASSIGNMENT))
     classreport.after_run(session.course_dir, session.url, session.course_id, session.autograded, batch,
-                          before_regrade, when, out)
+                          before_regrade, when, out, session.submitted, release)
     print(NEXT, file=out)
 
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
 from perfaudit import ASSIGNMENT
+from perfaudit.autograde import graded
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.bookkeeping.coursedir import course_config, nbgrader, venv_first_on_path
@@ -188,5 +189,7 @@ class GradingSession:
         """One student's grading task (task.grade) on the cluster; its key `<key_prefix>-<student>-<random>`."""
         assert self.client is not None and self.definition_future is not None, "submit() inside cluster()"
         assert self.sandbox_checked, "sandbox_of_workers() before the first task"
+        drawn_from = graded.variant_id(student, self.submitted)  # the LMS's id, where intake recorded one
         return self.client.submit(task.grade, self.definition_future, student, files, notebooks, self.settings,
-                                  feedback, key=f"{key_prefix}-{student}-{uuid.uuid4().hex[:8]}", pure=False)
+                                  feedback, drawn_from if drawn_from != student else None,
+                                  key=f"{key_prefix}-{student}-{uuid.uuid4().hex[:8]}", pure=False)

@@ -13,6 +13,7 @@ service alike).
 """
 
 import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -30,7 +31,8 @@ from perfaudit.autograde.isolation.limits import SandboxLimits
 from perfaudit.autograde.isolation import submission
 from perfaudit.autograde.plugins import canary
 from perfaudit.autograde.plugins.execute import TrustedExecute
-from perfaudit.bookkeeping.coursedir import course_config, course_directory, remove_tree, venv_first_on_path
+from perfaudit.bookkeeping.coursedir import (LMS_RECORD, course_config, course_directory, remove_tree,
+                                             venv_first_on_path)
 from perfaudit.grade import gradebook, records, worker
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -54,28 +56,28 @@ def definition(course_dir: str | Path, assignment: str, notebooks: Iterable[str]
             "digest": digest.hexdigest()}
 
 
-def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = ()) -> dict[str, bytes]:
-    """{relative path: bytes} of the regular files under folder, each opened without following a link; the rest
-    (links, FIFOs, devices) is left unread, and so are names matching ignore and all under them."""
+def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = (), dir_fd: int | None = None
+              ) -> dict[str, bytes]:
+    """{relative path: bytes} of the regular files under folder (relative to dir_fd, an opened folder, if given);
+    the rest (links, FIFOs, devices) is left unread, and so are names matching ignore and all under them. The folder
+    may be a student's, changing while it is read: each folder is opened in its opened parent (os.fwalk, which checks
+    it is the folder it looked at) and each file in its opened folder, none following a link, so a folder swapped
+    for a link midway leads nowhere else."""
     found: dict[str, bytes] = {}
-    folder = Path(folder)
-    if not folder.is_dir():
+    if dir_fd is None and not Path(folder).is_dir():
         return found
-    for root, dirs, files in os.walk(folder):  # never follows a linked folder
+    for root, dirs, files, root_fd in os.fwalk(folder, follow_symlinks=False, dir_fd=dir_fd):
         dirs[:] = sorted(d for d in dirs if not submission.ignored(d, ignore))
         for name in sorted(files):
             if submission.ignored(name, ignore):
                 continue
-            path = Path(root) / name
-            if not stat.S_ISREG(path.lstat().st_mode):
-                continue  # a link, a FIFO: never read
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:  # replaced by a link since
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=root_fd)
+            except OSError:  # a link, or replaced by one since
                 continue
             with os.fdopen(fd, "rb") as handle:
-                if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                    relative = path.relative_to(folder).as_posix()
+                if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # a FIFO or a device: never read
+                    relative = (Path(root) / name).relative_to(folder).as_posix()
                     found[f"{prefix}/{relative}" if prefix else relative] = handle.read(submission.MAX_FILE_BYTES)
     return found
 
@@ -174,12 +176,22 @@ def _clear(root, student):
         remove_tree(root / folder / student)
 
 
+def _record_lms_id(root, student, lms_id):
+    """This private course's intake record: the one student graded now, as intake recorded them on the client."""
+    record = root / "submitted" / LMS_RECORD
+    if lms_id is None:
+        record.unlink(missing_ok=True)
+    else:
+        record.write_text(json.dumps({student: {"id": lms_id}}))
+
+
 def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks: list[str], settings: dict[str, Any],
-          feedback: bool = True) -> GradingResult:
+          feedback: bool = True, lms_id: str | None = None) -> GradingResult:
     """Grade one submission on this machine; return plain data only (see the module's docstring).
 
     spec: definition(); files: {relative path: bytes} of submitted/<student>/<assignment>/; notebooks: the names
-    to grade; settings: {"Section.trait": value} on top of the course's nbgrader_config.py.
+    to grade; settings: {"Section.trait": value} on top of the course's nbgrader_config.py; lms_id: the LMS's id of
+    a student who came through an LMS download, which notebook 5's variant is drawn from (autograde/graded.py).
     """
     with _lock:
         venv_first_on_path()
@@ -193,6 +205,7 @@ def grade(spec: dict[str, Any], student: str, files: dict[str, bytes], notebooks
             return result
         _clear(root, student)
         write_tree(files, root / "submitted" / student / assignment)
+        _record_lms_id(root, student, lms_id)
         with tempfile.TemporaryDirectory(prefix="perfaudit-scratch-", dir=root) as scratch_dir:
             graded = worker.autograde(str(root), assignment, student, notebooks, str(root / "template.db"),
                                       scratch_dir, settings)

@@ -9,10 +9,16 @@ preflight.py make hub's checks: a course root owns is refused; the course's owne
 people.py    the students' names in the gradebook (Formgrader's list), written as the course's owner
 server_limits.py  what each person's server may take: memory per process, processes per account, nice (rlimits)
 watchdog.py  each student's memory in total under their share: their largest process stopped past it (a service)
+held_memory.py  the memory no resident set shows that the watchdog counts: memfds, removed tmpfs files, SysV segments
 exchange_share.py  each student's bytes in the exchange under their share, where no user quota keeps them
+servers.py   which of a student's processes is their server: the one the hub started (both of the above spare it)
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it
 jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services
+peer_guard.py  each server's connections from other accounts than root (the proxy) and its own, closed unread
+private_pipe.py  the kernel the hub's users run: ipykernel, its pipe from forked children on a private unix socket
+kernelspecs.py  Formgrader's kernelspecs: the hub's python3 first (each person's server: JUPYTER_PATH)
+jupyter_data/  the hub's python3 kernelspec, which runs private_pipe.py
 students/    the Jupyter config every student's server reads
 proxy/       the proxy's pinned npm packages
 """

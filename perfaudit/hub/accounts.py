@@ -59,6 +59,22 @@ def ensure_group(name):
         subprocess.run(["groupadd", name], check=True)
 
 
+def drop_subordinate_ids(name):
+    """Take away the account's subordinate ids (/etc/subuid, /etc/subgid), which useradd gives every new account:
+    with them a student runs processes as uids of their own range (newuidmap is setuid), whose memory, processes and
+    files the hub's limits service counts for nobody. Only the course's owner needs them (its grading sandbox)."""
+    for path, flag in (("/etc/subuid", "--del-subuids"), ("/etc/subgid", "--del-subgids")):
+        try:
+            lines = Path(path).read_text().splitlines()
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.strip().split(":")
+            if len(fields) == 3 and fields[0] == name and fields[1].isdigit() and fields[2].isdigit():
+                start, count = int(fields[1]), int(fields[2])
+                subprocess.run(["usermod", flag, f"{start}-{start + count - 1}", name], check=True)
+
+
 def add(people, hub=None):
     """Create each missing account with a random password; put everyone in their role's group. Returns
     {name: password} of the accounts created now (an existing account keeps its password)."""
@@ -70,8 +86,10 @@ def add(people, hub=None):
     for name, role, *full_name in people:
         group = instructors if role == "instructor" else students
         if not exists(name):
-            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group", name], check=True)
+            subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
+                            "-K", "SUB_UID_COUNT=0", "-K", "SUB_GID_COUNT=0", name], check=True)
             created[name] = secrets.token_urlsafe(12)
+        drop_subordinate_ids(name)
         comment = ["--comment", full_name[0]] if full_name and full_name[0] else []
         subprocess.run(["usermod", "--append", "--groups", group, *comment, name], check=True)
         Path(pwd.getpwnam(name).pw_dir).chmod(0o700)  # whatever useradd's HOME_MODE: a home is its owner's alone

@@ -5,90 +5,164 @@ on the student's side: a student copying into inbound/ from a terminal is limite
 exchange refuses every classmate's submission. User quotas (setquota) are the kernel's way; where the exchange's file
 system has none (a kernel built without them, tmpfs before Linux 6.6), the hub's `limits` service
 (perfaudit/hub/watchdog.py) does what a quota would: it adds up, every few seconds, the blocks each student owns
-under the exchange (each inode once, no link followed), and the files their processes hold open for writing there
-(a file removed while open still fills the disk), and stops, while a student is over their share, each of that
-student's processes writing there; never their server, never another account's, and nothing they wrote is changed.
-What one student can write past their share is what their writers write in one look's interval.
+under the exchange (each inode once, no link followed), and the files on the exchange's file system that have no
+name left and that their processes hold, by any descriptor (read-only included) or any mapping (mmap outlives its
+descriptor): a file removed while held still fills the disk, and counts for each student holding it. While a
+student is over their share it stops each of that student's processes that can add there or keeps such bytes on
+disk (a file open for writing or mapped shared, a file without a name held in any way); never their server (the
+process the hub itself started: perfaudit/hub/servers.py), never another account's, and nothing they wrote is
+changed. What one student can write past their share is what their writers write in one look's interval.
 """
 
-import errno
 import os
 import pwd
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 
+from perfaudit.hub.servers import Hub
+
 BLOCK = 512  # st_blocks counts 512-byte blocks: what a file takes of the disk (a sparse file takes little)
+ENTRY = 4096  # what an entry counts at least: an empty file takes no block but an inode (200 000 of them: 800 MB)
 
 
-# What a folder that cannot be read by its path counts for: nested past the longest path the kernel takes (PATH_MAX,
-# about 2000 levels of one-letter names), its contents cannot be seen, so its owner is taken to be over any share.
+# What a folder nested deeper than MAX_DEPTH counts for: its owner is taken to be over any share. The walk holds one
+# descriptor per level, so a depth without bound would be a number of descriptors without bound.
 UNREADABLE = 2**62
+MAX_DEPTH = 256
 
 
 def owned_blocks(root: str | Path) -> dict[int, dict[tuple[int, int], int]]:
     """{uid: {(device, inode): bytes on disk}} of everything under root, no link followed; an entry gone or closed
     to root (nothing is, but a file system may say so) is skipped, and so is a mount point's other file system.
-    Walked with a list of folders still to read, not by recursion: a student's folders nested thousands deep are
-    one more entry each, where os.walk (recursive before Python 3.12) would stop the service; a folder nested too
-    deep to read by its path counts UNREADABLE for its owner."""
+
+    Walked by descriptor: each folder opened in its opened parent, without following a link, and checked to be the
+    folder its entry showed; no path is ever built. A student who swaps a folder for a link while it is walked (to
+    inbound/, to a classmate's folder) leads the walk nowhere: root's walk by path once followed such a link, and
+    charged a classmate with what it found there. Depth-first with a list of the folders open, not by recursion; a
+    folder nested past MAX_DEPTH counts UNREADABLE for the account that made it."""
     found: dict[int, dict[tuple[int, int], int]] = {}
-    info = os.lstat(root)
-    device, folders = info.st_dev, [(os.fspath(root), info)]
-    while folders:
-        folder, parent = folders.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError as error:
-            if error.errno == errno.ENAMETOOLONG:
-                found.setdefault(parent.st_uid, {})[(parent.st_dev, parent.st_ino)] = UNREADABLE
-            continue  # else gone or closed since it was seen
-        for entry in entries:
+    try:
+        top = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return found
+    device = os.fstat(top).st_dev
+    walking = [(top, iter(_entries(top)))]  # the folders open, each with what is left of its entries
+    try:
+        while walking:
+            folder, entries = walking[-1]
+            entry = next(entries, None)
+            if entry is None:
+                os.close(walking.pop()[0])
+                continue
             try:
                 info = entry.stat(follow_symlinks=False)
-            except OSError as error:
-                if error.errno == errno.ENAMETOOLONG:  # its folder's owner nested it there
-                    found.setdefault(parent.st_uid, {})[(parent.st_dev, parent.st_ino)] = UNREADABLE
-                continue
+            except OSError:
+                continue  # gone since it was listed
             if info.st_dev != device:
                 continue  # another file system mounted here: neither counted nor entered
-            found.setdefault(info.st_uid, {})[(info.st_dev, info.st_ino)] = info.st_blocks * BLOCK
-            if stat.S_ISDIR(info.st_mode):
-                folders.append((entry.path, info))
+            found.setdefault(info.st_uid, {})[(info.st_dev, info.st_ino)] = max(info.st_blocks * BLOCK, ENTRY)
+            if not stat.S_ISDIR(info.st_mode):
+                continue
+            if len(walking) > MAX_DEPTH:
+                found[info.st_uid][(info.st_dev, info.st_ino)] = UNREADABLE
+                continue
+            inner = _open_folder(entry.name, folder, info)
+            if inner is not None:
+                walking.append((inner, iter(_entries(inner))))
+    finally:
+        for folder, _ in walking:
+            os.close(folder)
     return found
 
 
-def open_for_writing(process: psutil.Process, device: int) -> dict[tuple[int, int], int]:
-    """{(device, inode): bytes on disk} of the files the process holds open for writing on the exchange's file system,
-    removed ones included: /proc/<pid>/fd/<n> reaches the inode whatever became of its name."""
-    held = {}
-    fds = f"/proc/{process.pid}/fd"
+def _entries(folder: int) -> list[os.DirEntry]:
     try:
-        numbers = os.listdir(fds)
+        return list(os.scandir(folder))
+    except OSError:
+        return []  # closed or gone since it was opened
+
+
+def _open_folder(name: str, parent: int, seen: os.stat_result) -> int | None:
+    """The folder parent/name, opened without following a link, if it is still the folder seen; else None."""
+    try:
+        inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        return None  # a link now (ELOOP, ENOTDIR), closed or gone
+    now = os.fstat(inner)
+    if (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+        os.close(inner)  # another folder put in its place since it was seen: looked at by the next walk
+        return None
+    return inner
+
+
+class Held(NamedTuple):
+    """A file a process holds, by a descriptor or a mapping."""
+
+    bytes: int  # on disk
+    unlinked: bool  # no name left: the walk cannot see it, and only those holding it keep it on disk
+    adding: bool  # open for writing, or mapped shared (what is written there reaches the file): it can grow
+
+
+def held_files(process: psutil.Process, device: int) -> dict[tuple[int, int], Held]:
+    """{(device, inode): Held} of the regular files on the exchange's file system the process holds: every open
+    descriptor, whatever its mode, and every mapping of a file (/proc/<pid>/map_files reaches the inode of each,
+    as /proc/<pid>/fd does, whatever became of its name; a mapping outlives the descriptor it was made from)."""
+    held: dict[tuple[int, int], Held] = {}
+    proc = f"/proc/{process.pid}"
+
+    def add(path: str, adding: bool) -> None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return  # closed, unmapped or gone since it was listed
+        if info.st_dev != device or not stat.S_ISREG(info.st_mode):
+            return
+        key = (info.st_dev, info.st_ino)
+        adding = adding or (key in held and held[key].adding)
+        held[key] = Held(info.st_blocks * BLOCK, info.st_nlink == 0, adding)
+
+    try:
+        numbers = os.listdir(f"{proc}/fd")
+        with open(f"{proc}/maps") as maps:
+            mapped = [line.split(maxsplit=5) for line in maps]
     except OSError:
         return held  # gone, or a zombie
     for number in numbers:
         try:
-            info = os.stat(f"{fds}/{number}")
-            with open(f"/proc/{process.pid}/fdinfo/{number}") as fdinfo:
+            with open(f"{proc}/fdinfo/{number}") as fdinfo:
                 flags = int(next(line for line in fdinfo if line.startswith("flags:")).split()[1], 8)
         except (OSError, StopIteration, ValueError):
             continue
-        if info.st_dev == device and stat.S_ISREG(info.st_mode) and flags & os.O_ACCMODE != os.O_RDONLY:
-            held[(info.st_dev, info.st_ino)] = info.st_blocks * BLOCK
+        add(f"{proc}/fd/{number}", flags & os.O_ACCMODE != os.O_RDONLY)
+    for fields in mapped:  # address perms offset device inode [path]; inode 0: no file behind it
+        if len(fields) >= 5 and fields[4] != "0":
+            # shared, even read-only: mprotect may make it writable again while the file was opened for writing
+            add(map_file(proc, fields[0]), fields[1][3:4] == "s")
     return held
 
 
-def enforce(accounts: Iterable[str], exchange: str | Path, share: int, server: str) -> list[str]:
+def map_file(proc: str, span: str) -> str:
+    """/proc/<pid>/map_files/<start>-<end> of a span as /proc/<pid>/maps writes it: maps pads an address to 8
+    digits, map_files does not (00010000 there is 10000 here), so a padded name missed every low mapping."""
+    start, end = (int(address, 16) for address in span.split("-"))
+    return f"{proc}/map_files/{start:x}-{end:x}"
+
+
+def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
+            tell: Callable[[str, str], None] | None = None) -> list[str]:
     """Stop, for each account whose bytes in the exchange are over share, every process of it but its server that
-    holds a file there open for writing. Returns what was done, one line each."""
+    can add there or holds a file there without a name (Held). Returns what was done, one line each; tell(account,
+    what they read) for each stop."""
     try:
         device = os.lstat(exchange).st_dev
     except FileNotFoundError:
         return []  # not made yet (make hub makes it before the hub starts)
     owned = owned_blocks(exchange)
+    walked = {key for files in owned.values() for key in files}  # counted for their owners already
     said = []
     for account in accounts:
         try:
@@ -96,16 +170,16 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, server: s
         except KeyError:
             continue
         theirs = [p for p in psutil.process_iter(["uids", "cmdline"]) if p.info["uids"] and p.info["uids"].real == uid]
-        writing = {process: open_for_writing(process, device) for process in theirs}
+        holding = {process: held_files(process, device) for process in theirs}
         blocks = {**owned.get(uid, {})}
-        for held in writing.values():
-            blocks.update(held)
+        for held in holding.values():  # a file without a name: its holder's, each inode once
+            blocks.update({key: file.bytes for key, file in held.items() if file.unlinked and key not in walked})
         total = sum(blocks.values())
         if total <= share:
             continue
-        for process, held in writing.items():
+        for process, held in holding.items():
             command = " ".join(process.info["cmdline"] or [])
-            if not held or server in command:
+            if not any(file.adding or file.unlinked for file in held.values()) or hub.started(process):
                 continue
             try:
                 process.kill()
@@ -113,7 +187,15 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, server: s
                 continue
             held_there = ("has folders there nested too deep to be read" if total >= UNREADABLE else
                           f"has {total // 2**20} MB there")
-            said.append(f"stopped {account}'s process {process.pid} ({command[:80]}), writing in the exchange: "
-                        f"{account} {held_there}, over the {share // 2**20} MB each student may have; what they "
-                        "wrote is left as it is")
+            said.append(f"stopped {account}'s process {process.pid} ({command[:80]}), writing in the exchange or "
+                        f"holding files there: {account} {held_there}, over the {share // 2**20} MB each student "
+                        "may have; what they wrote is left as it is")
+            if tell:
+                yours = ("you have folders there nested too deep to be read" if total >= UNREADABLE else
+                         f"you have {total // 2**20} MB there")
+                tell(account, f"your process {process.pid} ({command[:80]}) was stopped, writing in the exchange or "
+                     f"holding files there: {yours}, over the {share // 2**20} MB each student may have. Remove "
+                     "what you do not need of yours there (a copy made into inbound/ from a terminal, a file a "
+                     "process of yours still holds) and submit from the Assignment List; your submissions are left "
+                     "as they are.")
     return said

@@ -12,6 +12,7 @@ import os
 
 from perfaudit.hub import exchange, preflight, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
+from perfaudit.serve import limits_notes
 
 c = get_config()  # noqa: F821 (provided by jupyterhub)
 hub = settings.from_environment()
@@ -65,7 +66,9 @@ c.Authenticator.admin_users = set()  # nobody reaches another person's server, i
 # Under the per-person limits (perfaudit/hub/server_limits.py): memory per process, processes per account, nice 10.
 c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
 c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
-c.Spawner.args = [settings.PRIVATE_KERNELS]  # kernels on unix sockets in the person's private runtime folder
+c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the person's private runtime folder
+                  *settings.BOUNDED_REQUESTS,  # no request body held past 64 MiB before its token is read
+                  settings.GUARDED_PEERS]  # ... and none of a classmate's read at all: their connections closed unread
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
     "PATH": accounts_path,
@@ -74,6 +77,9 @@ c.Spawner.environment = {
     "JUPYTER_CONFIG_PATH": os.pathsep.join([str(settings.STUDENTS_CONFIG), str(STUDENT_CONFIG)]),
     "PERFAUDIT_COURSE_ID": course_id,
     "PERFAUDIT_EXCHANGE": str(hub.exchange),
+    # The hub's python3 kernelspec, found first by the server, Validate and the terminal: no kernel of theirs
+    # listens on a loopback port (perfaudit/hub/private_pipe.py).
+    "JUPYTER_PATH": str(settings.JUPYTER_DATA),
 }
 
 # --- instructors: Formgrader, as a hub service only their group reaches --------------------------------------------
@@ -93,6 +99,11 @@ hub_path = os.pathsep.join([str(hub.venv_bin), os.environ.get("PATH", "/usr/bin:
 # What make hub's check runs with too (perfaudit/hub/preflight.py), so that what it passes the service meets.
 service_environment = (preflight.services_environment(hub, python) if as_owner else
                        {"PATH": hub_path, "PERFAUDIT_EXCHANGE": str(hub.exchange)})
+# Where the limits service leaves a note for each student it stops, which the grading service tells them on their next
+# feedback page (perfaudit/serve/limits_notes.py): in root's state folder, the course's owner's alone.
+limits_folder = hub.state / "limits-notes"
+if hub.grading:
+    limits_notes.prepare(limits_folder, hub.owner.pw_uid)
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
@@ -103,6 +114,9 @@ c.JupyterHub.services = [
         # (perfaudit/hub/release_feedback.py).
         "command": [*PRIVATE, str(service_python), "-m", "jupyterhub.singleuser", f"--ServerApp.root_dir={hub.course}",
                     settings.PRIVATE_KERNELS,  # the instructors' kernels as private as students'
+                    settings.HUB_KERNELSPECS,  # ... the hub's python3 kernelspec too (not the autograde sandbox's)
+                    *settings.BOUNDED_REQUESTS,
+                    settings.GUARDED_PEERS,  # only the proxy (root) and the owner's own processes connect
                     # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
                     # no nbgrader); the course's environment as the service has it, make feedback included.
                     f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
@@ -115,18 +129,20 @@ c.JupyterHub.services = [
     *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
         "name": "grading",
         "command": [str(service_python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
-                    *hub.serve_args],
+                    "--limits-notes", str(limits_folder), *hub.serve_args],
         "cwd": str(hub.course),
         "environment": service_environment,
         **as_owner,
     }] if hub.grading else []),
     {   # Each student's memory in total, and bytes in the exchange, under their share (perfaudit/hub/watchdog.py,
         # exchange_share.py): as the hub (root), which alone may stop another account's process; no web page, no
-        # route through the proxy, no token's use.
+        # route through the proxy, no token's use. This file runs in the hub's process: its pid tells the servers
+        # (the hub's children) from what students start (perfaudit/hub/servers.py).
         "name": "limits",
         "command": [str(hub.venv_bin / "python"), "-m", "perfaudit.hub.watchdog", students,
-                    "--memory", str(hub.limits.memory_bytes),
-                    "--exchange", str(hub.exchange), "--disk", str(hub.limits.exchange_bytes)],
+                    "--hub-pid", str(os.getpid()), "--memory", str(hub.limits.memory_bytes),
+                    "--exchange", str(hub.exchange), "--disk", str(hub.limits.exchange_bytes),
+                    *(["--limits-notes", str(limits_folder)] if hub.grading else [])],
         "environment": {"PATH": hub_path},
     },
 ]

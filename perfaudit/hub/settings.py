@@ -34,6 +34,21 @@ PROXY = paths.ROOT / ".hub" / "node" / "node_modules" / ".bin" / "configurable-h
 # jupyter_client's setting, given to each person's server, Formgrader, and nbgrader's Validate in students' servers.
 KERNEL_TRANSPORT = "ipc"
 PRIVATE_KERNELS = f"--KernelManager.transport={KERNEL_TRANSPORT}"
+# A person's server reads a request's whole body before it checks who sent it (tornado, up to 512 MiB by default): a
+# classmate's unauthenticated 500 MiB uploads took a server from 135 MB to 1.5 GB, memory its owner is charged with.
+# JupyterLab uploads a large file in chunks of 1 MiB and saves a notebook in one request: 64 MiB is plenty.
+REQUEST_BODY_LIMIT = 64 * 2**20
+BOUNDED_REQUESTS = [f"--ServerApp.max_body_size={REQUEST_BODY_LIMIT}",
+                    f"--ServerApp.max_buffer_size={REQUEST_BODY_LIMIT}"]
+# Each server closes, unread, every connection but the hub's proxy's (root's) and its own account's
+# (perfaudit/hub/peer_guard.py): a classmate's bodies and idle connections cost it nothing.
+GUARDED_PEERS = "--ServerApp.jpserver_extensions=perfaudit.hub.peer_guard=True"
+# ipykernel also binds a pipe for forked children's output on a loopback port, whatever the transport: the hub's python3
+# kernelspec (JUPYTER_DATA/kernels/python3) runs perfaudit/hub/private_pipe.py, whose pipe is a unix socket in a 0700
+# folder of the kernel's own. On JUPYTER_PATH in each person's server (its kernels, Validate's, its terminal's);
+# Formgrader's server names it by its kernelspec manager (perfaudit/hub/kernelspecs.py says why).
+JUPYTER_DATA = Path(__file__).with_name("jupyter_data")
+HUB_KERNELSPECS = "--ServerApp.kernel_spec_manager_class=perfaudit.hub.kernelspecs.HubKernelSpecs"
 # Where the hub makes a Python every account runs, when the course venv's is root's alone (perfaudit/hub/userenv.py).
 ACCOUNTS_PYTHON = paths.ROOT / ".hub" / "accounts-python"
 

@@ -19,8 +19,9 @@ PACKAGE = Path(__file__).parents[1]  # perfaudit/
 STUDENT_FILES = PACKAGE / "student_files"
 TOP = f"{ASSIGNMENT}-student"  # the folder the zip unpacks into
 DEFAULT_ZIP = paths.ROOT / "dist" / f"{TOP}.zip"
-# The students' commands; the notebooks' own imports are read from the release.
-ENTRY_MODULES = ("check", "lab", "workcopy")
+# The students' commands, and what the copy's nbgrader_config.py imports; the notebooks' own imports are read from
+# the release.
+ENTRY_MODULES = ("check", "lab", "workcopy", "longcells")
 # Never shipped: the answer key, the instructor's commands, the grading wings and their bookkeeping, the fixtures.
 INSTRUCTOR_ONLY = {"answer_key", "instructor", "autograde", "bookkeeping", "grade", "serve", "hub", "fixtures"}
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # the same bytes for the same content: the zip diffs cleanly

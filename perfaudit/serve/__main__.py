@@ -35,6 +35,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scheduler", help="grade on a running Dask cluster (docs/grading-at-scale.md)")
     parser.add_argument("--skip-canary", dest="canary", action="store_false",
                         help="do not grade the instructor's solutions and the release first in each worker process")
+    parser.add_argument("--limits-notes", type=Path, help="the folder where the hub's limits service leaves notes "
+                        "for students (a process of theirs stopped): told on their next feedback page")
     parser.add_argument("--until-idle", action="store_true",
                         help="stop once nothing is queued or grading (a benchmark's or a cron job's run)")
     return parser.parse_args(argv)
@@ -46,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         print(coursedir.not_a_course(args.course_dir), file=sys.stderr)
         return 2
     try:
-        service = Service(args.course_dir, args.workers, args.scheduler, args.canary)
+        service = Service(args.course_dir, args.workers, args.scheduler, args.canary,
+                          limits_notes=args.limits_notes)
     except OSError as error:  # its state folder in autograded/ cannot be made: this account cannot grade here
         if not args.check:
             raise

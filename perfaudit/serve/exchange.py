@@ -2,19 +2,22 @@
 
 A submission is a folder `<student>+<assignment>+<timestamp>+<random>` in `<root>/<course>/inbound/`, written by
 the student's own `nbgrader submit` (so its owner is the student's account), with `timestamp.txt` and, written
-last, `submission_secret.txt`. Collect copies it into submitted/<student>/<assignment>/ as `nbgrader collect`
-does, but one named submission at a time (collect takes each student's newest) and regular files only, each
-opened without following a link. Release writes each notebook's page to `<root>/<course>/feedback/<hash>.html`,
-the hash being nbgrader's notebook_hash of the submission's secret and the notebook's name, as `nbgrader
-release_feedback` names it and the student's Fetch Feedback looks for it; written to a temporary name and moved,
-so the student never fetches half a page.
+last, `submission_secret.txt`. The service reads a submission only through its folder opened in inbound/ without
+following a link (opened): a name its student swaps afterwards, for a link to a classmate's folder or to inbound/
+itself, leads nowhere else, and a folder put in its place is not the one noticed. Collect copies it into
+submitted/<student>/<assignment>/ as `nbgrader collect` does, but one named submission at a time (collect takes
+each student's newest) and regular files only, each opened without following a link. Release writes each
+notebook's page to `<root>/<course>/feedback/<hash>.html`, the hash being nbgrader's notebook_hash of the
+submission's secret and the notebook's name, as `nbgrader release_feedback` names it and the student's Fetch
+Feedback looks for it; written to a temporary name and moved, so the student never fetches half a page.
 """
 
 import os
 import pwd
 import stat
 import time
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -77,11 +80,15 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
         parts = name.rsplit("+", 3)
         if len(parts) >= 3 and parts[1] != assignment and name.isprintable():
             continue  # another assignment's submission: not this service's
-        why, complete = _examine(Path(inbound) / name, info, parts, settle_s)
+        try:
+            why, complete = _examine(Path(inbound) / name, info, parts, settle_s)
+            when: datetime | None = parse_utc(parts[2]) if complete and not why else None
+        except Exception as error:  # noqa: BLE001 - one entry's surprise (a library's own error) is its maker's
+            why, complete = f"the service could not examine it ({type(error).__name__})", False
         if why:
             odd.append(Odd(name, account_of(info.st_uid), why))
-        elif complete:
-            arrived.append((name, parts[0], parse_utc(parts[2])))
+        elif complete and when is not None:
+            arrived.append((name, parts[0], when))
     return sorted(arrived, key=lambda item: (item[2], item[0])), odd
 
 
@@ -94,7 +101,7 @@ def _examine(path: Path, info: os.stat_result, parts: list[str], settle_s: float
         return "a name nbgrader's submit does not write", False
     try:
         parse_utc(parts[2])
-    except (ValueError, OverflowError):
+    except Exception:  # noqa: BLE001 - ValueError, OverflowError, and python-dateutil's own for a zone like '..'
         return "a name nbgrader's submit does not write (its time cannot be read)", False
     closed = (f"the grader may not open it (mode {oct(stat.S_IMODE(info.st_mode))}, owner {account_of(info.st_uid)}): "
               "submit again from the Assignment List and leave the modes of the exchange's folders as they are")
@@ -128,46 +135,95 @@ def account_of(uid: int) -> str:
         return f"uid {uid}"
 
 
+def maker(inbound: str | Path, name: str) -> str:
+    """The account that made inbound/<name>, whatever its name says."""
+    try:
+        return account_of(os.lstat(Path(inbound) / name).st_uid)
+    except OSError:
+        return "an account gone since"
+
+
 def shown(name: str) -> str:
     """An entry's name as the log and the instructor read it: quoted, every byte a name may hold written out."""
     return repr(name)
 
 
-def owner(path: str | Path) -> str:
+class Entry(NamedTuple):
+    """A submission's folder, opened (opened): every read of it goes through the descriptor."""
+
+    fd: int
+    path: Path  # /proc/self/fd/<fd>: the opened folder itself, for what walks by path (submission.problems)
+    uid: int  # its owner: the account that made it
+    identity: tuple[int, int]  # (device, inode): the folder noticed is the folder read
+
+
+@contextmanager
+def opened(inbound: str | Path, name: str, noticed: Sequence[int] | None = None) -> Iterator[Entry]:
+    """inbound/<name> opened without following a link, closed after. Raises FileNotFoundError when it is gone, and
+    UnreadableSubmission when it is no folder the grader may open now (a link, closed to the course's group) or not
+    the folder noticed (noticed: its identity when the service noticed it)."""
+    parent = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except FileNotFoundError:
+        raise
+    except OSError as error:  # ELOOP or ENOTDIR: a link or a file now; EACCES: closed
+        raise UnreadableSubmission(f"it is no longer a folder the grader may open ({error.strerror})") from error
+    finally:
+        os.close(parent)
+    try:
+        info = os.fstat(fd)
+        if noticed is not None and (info.st_dev, info.st_ino) != tuple(noticed):
+            raise UnreadableSubmission("its folder was replaced by another since the service noticed it")
+        yield Entry(fd, Path(f"/proc/self/fd/{fd}"), info.st_uid, (info.st_dev, info.st_ino))
+    finally:
+        os.close(fd)
+
+
+def owner(entry: Entry) -> str:
     """The account that owns the submission's folder: the student who ran submit."""
-    return account_of(os.lstat(path).st_uid)
+    return account_of(entry.uid)
 
 
-def notebooks(path: str | Path) -> list[str]:
-    """The notebook names (no suffix) at the top of the submission: those Fetch Feedback looks for."""
-    return sorted(p.stem for p in Path(path).glob("*.ipynb") if not p.is_symlink())
+def notebooks(entry: Entry, expected: Container[str]) -> list[str]:
+    """The assignment's notebooks (expected: their names, no suffix) at the top of the submission, regular files
+    only: those Fetch Feedback looks for. No other name gets a page: 200 hard links named n<i>.ipynb got 200 pages,
+    kept after their folder went."""
+    names = [name for name in os.listdir(entry.fd) if name.endswith(".ipynb") and name[:-len(".ipynb")] in expected]
+    return sorted(name[:-len(".ipynb")] for name in names
+                  if stat.S_ISREG(os.stat(name, dir_fd=entry.fd, follow_symlinks=False).st_mode))
 
 
-def secret(path: str | Path) -> str:
-    return os.fdopen(os.open(Path(path) / SECRET, os.O_RDONLY | os.O_NOFOLLOW)).read()
+def secret(entry: Entry) -> str:
+    with os.fdopen(os.open(SECRET, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=entry.fd), "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise UnreadableSubmission(f"its {SECRET} is not a regular file")
+        return handle.read(4096).decode("utf-8", "replace")
 
 
-def unsafe(path: str | Path, ignore: Sequence[str] = ()) -> str | None:
+def unsafe(entry: Entry, ignore: Sequence[str] = ()) -> str | None:
     """Why the submission's folder is not read (a link, a FIFO, too big), or None. ignore: the course's
     CourseDirectory.ignore (.git, runs/): entries matching it are neither counted nor refused, as plain nbgrader's
     refusal and the batch's diagnosis leave them (nbgrader's own submit leaves most of them out already)."""
-    found = submission.problems(path, ignore)
+    found = submission.problems(entry.path, ignore)
     return submission.describe(found) if found else None
 
 
-def collect(path: str | Path, submitted_folder: str | Path, ignore: Sequence[str] = ()) -> None:
+def collect(entry: Entry, submitted_folder: str | Path, ignore: Sequence[str] = ()) -> None:
     """Replace submitted/<student>/<assignment>/ with this submission's regular files, byte for byte; names
     matching ignore, and all under them, are not copied (nbgrader's collect leaves them out too).
 
     Raises UnreadableSubmission, leaving submitted/ as it was, when the submission cannot be read whole (its student
     closed a folder or a file of it, or put a link there, since the service noticed it)."""
-    why = unsafe(path, ignore)
+    why = unsafe(entry, ignore)
     if why:
         raise UnreadableSubmission(why)
     try:
-        files = task.read_tree(path, ignore=ignore)
+        files = task.read_tree(".", ignore=ignore, dir_fd=entry.fd)
     except OSError as error:
         raise UnreadableSubmission(f"it could not be read ({error.strerror}: {error.filename})") from error
+    except RecursionError as error:  # nested deeper since unsafe() looked: the walk recurses (Python 3.11)
+        raise UnreadableSubmission("its folders are nested too deep to read") from error
     remove_tree(submitted_folder)
     Path(submitted_folder).mkdir(parents=True)
     task.write_tree(files, submitted_folder)

@@ -24,7 +24,7 @@ def page(notebook: str, title: str, *paragraphs: str) -> bytes:
     body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(notebook)}</title></head>"
             f"<body style=\"{STYLE}\"><h1>{html.escape(notebook)} ({html.escape(title)})</h1>{body}</body></html>\n"
-            ).encode()
+            ).encode("utf-8", "replace")  # a note may quote bytes a student chose (a process's name): never a failure
 
 
 def limited(notebook: str, why: str, next_at: float | None) -> bytes:
@@ -52,4 +52,4 @@ def with_banner(feedback_page: bytes, text: str) -> bytes:
     said = feedback_page.decode("utf-8")
     found = re.search(r"<body[^>]*>", said)
     at = found.end() if found else 0
-    return (said[:at] + banner + said[at:]).encode("utf-8")
+    return (said[:at] + banner + said[at:]).encode("utf-8", "replace")

@@ -21,13 +21,14 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import timezone
 from pathlib import Path
 from typing import Any
 
 from distributed import Client, Future
 
-from perfaudit import ASSIGNMENT
+from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import sandbox
 from perfaudit.bookkeeping import statefolder
 from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
@@ -36,19 +37,27 @@ from perfaudit.grade.diagnose import Diagnosis
 from perfaudit.grade.outcome import Kind, Outcome
 from perfaudit.grade.session import GradingSession, Output, prepare_this_process
 from perfaudit.grade.writer import ResultWriter
-from perfaudit.serve import exchange, notes, readiness
+from perfaudit.serve import exchange, limits_notes, notes, readiness
 from perfaudit.serve.errors import CannotStart, UnreadableSubmission
 from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
 
+NOTES_KEPT = 10  # of the limits service's notes, per student: what a page says of them, at most
+# The assignment's notebooks, the only names a page is released for: known before the gradebook is read, so that a
+# service that cannot start still tells each waiting submission.
+NOTEBOOKS = frozenset(Path(name).stem for name in paths.STAGES.values())
+
+
 def log(out: Output, message: str) -> None:
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}", file=out, flush=True)
+    # A name in the exchange may hold bytes that are no UTF-8 (os.fsdecode's surrogates): written as \x escapes.
+    said = message.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {said}", file=out, flush=True)
 
 
 class Service:
     def __init__(self, course_dir: str | Path, workers: int = 1, scheduler: str | None = None, canary: bool = True,
-                 out: Output = sys.stdout) -> None:
+                 out: Output = sys.stdout, limits_notes: Path | None = None) -> None:
         keep_from_other_accounts()  # first: the state folder below is made in autograded/
         self.course_dir, self.workers, self.scheduler, self.out = Path(course_dir).resolve(), workers, scheduler, out
         # the course, the definition, the cluster and the record behind each grade, as the batch command has them
@@ -65,13 +74,16 @@ class Service:
         self.in_flight: dict[Future, tuple[str, float, Diagnosis, str]] = {}
         self.stopping = False
         self.client: Client | None = None  # the Dask client, while run() runs
+        self.limits_notes = limits_notes  # where the hub's limits service leaves notes for students, or None
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind: str, student: str) -> Path:
         return Path(self.coursedir.format_path(kind, student, ASSIGNMENT))
 
-    def inbound(self, name: str) -> Path:
-        return self.exchange / "inbound" / name
+    def opened(self, name: str) -> AbstractContextManager[exchange.Entry]:
+        """The submission's folder in inbound/, as the service noticed it (exchange.opened)."""
+        noticed = self.ledger.submissions.get(name, {}).get("folder")
+        return exchange.opened(self.exchange / "inbound", name, noticed)
 
     def due(self) -> float | None:
         """The gradebook's due date for the assignment, as seconds since the epoch, or None."""
@@ -106,6 +118,10 @@ class Service:
                                    self.limits.unreadable_after_s)
         for entry in odd:
             self.skip(entry)
+        gone = self.forget_skipped_gone()
+        if odd or gone:
+            self.ledger.save()  # once for all: saved at each entry, thousands of odd entries stalled the service
+        self.record_limits_notes()
         due = self.due() if found else None
         for name, student, stamped in found:
             now = time.time()
@@ -113,10 +129,15 @@ class Service:
             record: dict[str, Any] = {"student": student, "seen_at": now, "submitted_at_s": submitted_at,
                                       "status": "queued", "gradings": 0}
             try:
-                claimed_by = exchange.owner(self.inbound(name))
+                with self.opened(name) as folder:
+                    claimed_by, unsafe = exchange.owner(folder), exchange.unsafe(folder, self.coursedir.ignore)
+                    record["folder"] = list(folder.identity)  # each later step reads this folder, or nothing
             except FileNotFoundError:
                 continue  # its student removed it since the scan: nothing to grade or tell
-            unsafe = exchange.unsafe(self.inbound(name), self.coursedir.ignore)
+            except UnreadableSubmission as error:  # swapped for a link or closed since the scan: its maker's problem
+                self.skip(exchange.Odd(name, exchange.maker(self.exchange / "inbound", name), str(error)))
+                self.ledger.save()
+                continue
             if self.limits.check_owner and claimed_by != student:
                 record.update(decision="refuse", status="refused", message=f"submitted under the name {student} by "
                               f"the account {claimed_by} (the exchange's owner check): not collected")
@@ -136,16 +157,58 @@ class Service:
 
     def skip(self, entry: exchange.Odd) -> None:
         """An entry of inbound/ the service does not read: recorded under the account that made it, whose next
-        submission's page says so (without its secret, no page of this one can reach them), and logged."""
+        submission's page says so (without its secret, no page of this one can reach them), and logged. The caller
+        saves the ledger."""
         self.ledger.submissions[entry.name] = {"student": entry.account, "seen_at": time.time(), "status": "skipped",
                                                "decision": "skip", "why": entry.why, "told": False, "gradings": 0}
-        self.ledger.save()
         log(self.out, f"SKIPPED {exchange.shown(entry.name)} in the exchange's inbound, made by {entry.account}: "
                       f"{entry.why}")
 
+    def forget_skipped_gone(self) -> int:
+        """Drop the records of skipped entries no longer in inbound/ (their maker removed them): kept, odd entries
+        made and removed by the thousand grew the ledger without end, and every save with it. Returns how many."""
+        try:
+            present = set(os.listdir(self.exchange / "inbound"))
+        except FileNotFoundError:
+            return 0
+        gone = [name for name, record in self.ledger.submissions.items()
+                if record["status"] == "skipped" and name not in present]
+        for name in gone:
+            del self.ledger.submissions[name]
+        return len(gone)
+
+    def record_limits_notes(self) -> None:
+        """The hub's limits service's notes (a process of a student's stopped), kept in the ledger until told."""
+        if self.limits_notes is None:
+            return
+        found = limits_notes.read(self.limits_notes)
+        for note in found:
+            self.ledger.notes.setdefault(note.name, {"student": note.student, "said": note.said, "at": note.at,
+                                                     "told": False})
+        if found:
+            self.keep_newest_notes({note.student for note in found})
+            self.ledger.save()  # once for all, before the files go: each note is in one place or the other
+        for note in found:
+            limits_notes.remove(self.limits_notes, note)
+
+    def keep_newest_notes(self, students: set[str]) -> None:
+        """Each student's NOTES_KEPT newest notes, the rest dropped: a student whose hundreds of writers were stopped
+        every few seconds left a note each, each saved in the ledger at once, and the ledger's saves stalled grading
+        for the class."""
+        for student in students:
+            theirs = sorted((record["at"], name) for name, record in self.ledger.notes.items()
+                            if record["student"] == student)
+            for _, name in theirs[:-NOTES_KEPT]:
+                del self.ledger.notes[name]
+
     def untold(self, student: str) -> list[str]:
-        """What the student's next page says of their entries the service skipped, once each (marked told)."""
+        """What the student's next page says, once each (marked told): of their entries the service skipped, and of
+        their processes the hub's limits service stopped."""
         said = []
+        for record in sorted(self.ledger.notes.values(), key=lambda record: record["at"]):
+            if record["student"] == student and not record["told"]:
+                said.append(f"On {notes.when(record['at'])}: {record['said']}")
+                record["told"] = True
         for name in self.ledger.in_state("skipped"):
             record = self.ledger.submissions[name]
             if record["student"] == student and not record["told"]:
@@ -198,7 +261,8 @@ class Service:
     def collect(self, name: str) -> tuple[str, Path]:
         student = self.ledger.submissions[name]["student"]
         submitted = self.folder(self.coursedir.submitted_directory, student)
-        exchange.collect(self.inbound(name), submitted, self.coursedir.ignore)
+        with self.opened(name) as entry:
+            exchange.collect(entry, submitted, self.coursedir.ignore)
         return student, submitted
 
     def start(self, name: str) -> None:
@@ -284,12 +348,15 @@ class Service:
         log(self.out, f"graded {name}: {score:g}/{max_score:g}, feedback released")
 
     def release_pages(self, name: str, page_for: Callable[[str], bytes]) -> None:
+        """Each notebook's page, where the submission's own secret sends it; none where its folder is not the one
+        noticed (a link to a classmate's folder would send the pages to the classmate's)."""
         try:
-            secret = exchange.secret(self.inbound(name))
-        except OSError as error:
-            log(self.out, f"no feedback released for {name}: its secret cannot be read ({error})")
+            with self.opened(name) as entry:
+                secret, names = exchange.secret(entry), exchange.notebooks(entry, NOTEBOOKS)
+        except (OSError, UnreadableSubmission) as error:
+            log(self.out, f"no feedback released for {name}: its folder or secret cannot be read ({error})")
             return
-        for nb in exchange.notebooks(self.inbound(name)):
+        for nb in names:
             exchange.release(self.exchange, secret, nb, page_for(nb))
 
     def tell_waiting(self) -> int:

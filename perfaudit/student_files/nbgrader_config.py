@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from perfaudit.longcells import validate_timeout
+
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.course_id = "jax-performance-audit"
@@ -13,3 +15,6 @@ c.Validator.width = 123
 # Fetch, Submit and Fetch Feedback (on a course server) work in work/, JupyterLab's root in `make lab`: nbgrader's
 # default "." means the server's working directory (this one), outside what JupyterLab shows.
 c.Exchange.assignment_dir = str(Path(__file__).resolve().parent / "work")
+# Validate waits longer for a cell tagged long-running (notebook 5's timings of loops that retrace at every step):
+# 30 s is too little for them on a busy machine (perfaudit/longcells.py).
+c.Validator.Execute.timeout_func = validate_timeout

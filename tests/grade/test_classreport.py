@@ -11,6 +11,7 @@ from pathlib import Path
 from class_data import CLASS, NB, make_class
 
 from perfaudit.grade import classreport, items, regrade
+from perfaudit.grade.classdata import ClassData, GradedCell
 
 HOSTILE = '<img src="http://127.0.0.1:9/x.png" onerror="alert(1)"><script>alert(2)</script>'
 
@@ -47,3 +48,20 @@ def test_the_page_allows_no_request():
     assert "default-src 'none'" in policy and "img-src data:" in policy
 
 
+
+
+def test_notebook_5_by_variant_shows_each_variant_s_scores_and_pass_rates():
+    audit = "05-audit"
+    data = ClassData(tests=[GradedCell(audit, "findings", 1.0), GradedCell(audit, "fix", 2.0)])
+    scores = {"a1": (1, 2), "a2": (1, 0), "b1": (0, 2), "c1": (1, 2)}
+    for student, values in scores.items():
+        data.scores[student] = {t.key: v for t, v in zip(data.tests, values)}
+    variant_of = {"a1": "A", "a2": "A", "b1": "B", "c1": "C"}
+    page = classreport.render(data, items.analyse(data), {}, Path("/nonexistent"), Path("/nonexistent"), "x",
+                              variant_of=variant_of)
+    section = page[page.index('id="variants"'):page.index('id="regrade"')]
+    rows = [found for row in re.findall(r"<tr>(.*?)</tr>", section)
+            if (found := re.findall(r"<td[^>]*>(.*?)</td>", row))]
+    # variant, students, mean (of 3), full marks; then each test's pass rate in A, B and C
+    assert rows[:3] == [["A", "2", "2.00", "1"], ["B", "1", "2.00", "0"], ["C", "1", "3.00", "1"]]
+    assert rows[3:] == [["findings", "1", "1.00", "0.00", "1.00"], ["fix", "2", "0.50", "1.00", "1.00"]]

@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import dask
 import pytest
@@ -102,6 +103,9 @@ def test_the_embedded_cluster_refuses_a_client_without_its_credentials(tmp_path)
         assert engine.allowed_failures(client) == engine.ALLOWED_FAILURES  # set where the cluster was made
         address = client.scheduler.address
         assert address.startswith("tls://127.0.0.1:")
+        # the workers' scratch, where graded copies pass: in a folder of the grader's alone, never a shared one found
+        [scratch] = {Path(d).parent for d in client.run(lambda dask_worker: dask_worker.local_directory).values()}
+        assert scratch.parent.name.startswith("perfaudit-dask-") and scratch.parent.stat().st_mode & 0o077 == 0
         info = client.scheduler_info(n_workers=-1)
         http_ports = [info["services"]["dashboard"], *(w["services"]["dashboard"] for w in info["workers"].values())]
         # As root (CI), the attacker is another account; otherwise this account without the credentials.

@@ -44,3 +44,26 @@ def test_links_in_a_folder_are_not_read(tmp_path):
     (folder / "01.ipynb").write_text("{}")
     (folder / "link.txt").symlink_to(tmp_path / "secret.txt")
     assert task.read_tree(folder) == {"01.ipynb": b"{}"}
+
+
+def test_a_folder_swapped_for_a_link_while_it_is_read_leads_nowhere_else(tmp_path, monkeypatch):
+    """A student's folder changes while the service reads it: right after the walk has listed `work/`, the student
+    renames it and leaves a link to a folder of someone else's in its place. Each file is opened in the folder the
+    walk opened, so what is read is the student's own file, never the other folder's."""
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "answers.py").write_text("the answer key")
+    folder = tmp_path / "submission"
+    (folder / "work").mkdir(parents=True)
+    (folder / "work" / "00big").write_text("x" * 1000)
+    (folder / "work" / "answers.py").write_text("mine")
+    ignored = task.submission.ignored
+
+    def swapping(name, ignore):  # called for each file before it is opened: the student's moment
+        if name == "answers.py" and not (folder / "moved").exists():
+            (folder / "work").rename(folder / "moved")
+            (folder / "work").symlink_to(theirs)
+        return ignored(name, ignore)
+
+    monkeypatch.setattr(task.submission, "ignored", swapping)
+    assert task.read_tree(folder) == {"work/00big": b"x" * 1000, "work/answers.py": b"mine"}

@@ -6,10 +6,11 @@ other cell, and the fixture in its cell."""
 
 import io
 import json
+import os
 from contextlib import redirect_stdout
 from dataclasses import dataclass
 
-from perfaudit import paths
+from perfaudit import paths, variants
 
 NOTEBOOK = paths.ROOT / "source" / "performance-audit" / "05-audit.ipynb"
 
@@ -73,6 +74,22 @@ MISCONCEPTIONS = {
 
         return counted
 '''), "counts calls, not traces", ("static", "signature")),
+    "fails-selfcheck_count_traces-counts-compilations": Misconception("count_traces", '''
+def count_traces(train, w, batches, lr0):
+    compiles = 0
+
+    def listener(event, duration_s, **kwargs):  # JAX reports each program XLA compiles
+        nonlocal compiles
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        jax.block_until_ready(train(w, batches, lr0))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    return compiles
+''', r"more than its traces: a count of what JAX compiled\?", ("static", "signature", "counts calls")),
     "fails-selfcheck_count_traces-drops-static-argnums": Misconception("count_traces", COUNTER.format(body='''
         @functools.wraps(fn)
         def counted(*args, **kwargs):
@@ -140,6 +157,10 @@ def time_loop(run, data):
     "fails-selfcheck_fixed_train-keeps-the-learning-rate-static": Misconception("fixed_train", fix(
         options=", static_argnums=4"), r"argument 4: .*\(static\).*a value that changes from step to step is static",
         ("shape", "pad every batch", "count_traces")),
+    "fails-selfcheck_fixed_train-starts-from-zeros": Misconception("fixed_train", fix().replace(
+        "    losses = []\n", "    w = jnp.zeros(len(w), dtype=jnp.float32)  # a fresh start\n    losses = []\n"),
+        r"given starting weights other than zeros, returned the weights the handed-out loop ends with from zeros",
+        ("mean", "static", "learning rate")),
     "fails-selfcheck_fixed_train-mean-counts-the-padding": Misconception("fixed_train", fix(divisor="x.shape[0]"),
         r"over \d+ rows, but the batch has \d+: the mean counts the padded rows", ("learning rate", "static")),
     "fails-selfcheck_findings-names-a-wrong-cause": Misconception("findings", '''
@@ -171,12 +192,26 @@ def cells():
             if cell["cell_type"] == "code"}
 
 
-def run_cells(names, replaced=None):
-    """Run the notebook's cells `names`, in order, in one namespace (the fixture's source in place of its cell);
-    returns the namespace. What they print is kept out of the test's output."""
+def student_with(variant):
+    """A student id whose variant of notebook 5 is `variant` (perfaudit/variants.py): student-0, student-1, ..."""
+    return next(f"student-{n}" for n in range(1000) if variants.assigned(f"student-{n}").variant == variant)
+
+
+def run_cells(names, replaced=None, variant="A"):
+    """Run the notebook's cells `names`, in order, in one namespace (the fixture's source in place of its cell),
+    as a student whose variant is `variant`; returns the namespace. What they print is kept out of the test's
+    output."""
     namespace, sources = {"__name__": "__main__"}, cells()
-    for name in names:
-        source = replaced.source if replaced is not None and name == replaced.cell else sources[name]
-        with redirect_stdout(io.StringIO()):
-            exec(compile(source, f"<05-audit.ipynb: {name}>", "exec"), namespace)
+    before = os.environ.get(variants.STUDENT_ENV)
+    os.environ[variants.STUDENT_ENV] = student_with(variant)
+    try:
+        for name in names:
+            source = replaced.source if replaced is not None and name == replaced.cell else sources[name]
+            with redirect_stdout(io.StringIO()):
+                exec(compile(source, f"<05-audit.ipynb: {name}>", "exec"), namespace)
+    finally:
+        if before is None:
+            del os.environ[variants.STUDENT_ENV]
+        else:
+            os.environ[variants.STUDENT_ENV] = before
     return namespace

@@ -65,6 +65,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def _still_running(process) -> psutil.Process | None:
+    """process as psutil sees it, or None where it has already gone (it may go between any two looks)."""
+    try:
+        return psutil.Process(process.pid)
+    except psutil.NoSuchProcess:
+        return None
+
+
 def stop_process_tree(process):
     """Terminate JupyterLab and everything it started (kernels run in their own sessions)."""
     try:
@@ -76,9 +84,12 @@ def stop_process_tree(process):
             p.terminate()
         except (psutil.NoSuchProcess, ProcessLookupError):
             pass
-    _, alive = psutil.wait_procs([psutil.Process(p.pid) for p in tree if psutil.pid_exists(p.pid)], timeout=20)
+    _, alive = psutil.wait_procs([q for q in map(_still_running, tree) if q is not None], timeout=20)
     for p in alive:
-        p.kill()
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
     try:
         os.killpg(process.pid, signal.SIGKILL)  # anything left in JupyterLab's own process group
     except ProcessLookupError:

@@ -4,11 +4,12 @@ import os
 import pwd
 import secrets
 import subprocess
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
-from perfaudit.hub import watchdog
+from perfaudit.hub import servers, watchdog
 
 
 @pytest.fixture
@@ -28,3 +29,15 @@ def two_students():
                 process.kill()
             psutil.wait_procs(left, timeout=10)
             subprocess.run(["userdel", name], capture_output=True)
+
+
+@pytest.fixture
+def hub():
+    """This test's process as the hub: what it starts as a student, its own child under the account's uid and group
+    (as LocalProcessSpawner starts a server), is that student's server (perfaudit/hub/servers.py)."""
+    def start_server(account, argv):
+        entry = pwd.getpwnam(account)
+        return subprocess.Popen(argv, user=entry.pw_uid, group=entry.pw_gid, extra_groups=[], cwd="/",
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    return SimpleNamespace(hub=servers.Hub(os.getpid()), start_server=start_server)

@@ -9,14 +9,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import nested_folders
 import pytest
 
-from perfaudit.hub import exchange, exchange_share, watchdog
+from perfaudit.hub import exchange, exchange_share
 
 MB = 2**20
 DISK = 128 * MB
 SHARE = 16 * MB
 PYTHON = "/usr/bin/python3.11"  # a Python every account runs
+# What a student may type to look like the server the hub started: its command line is theirs to write.
+NAMED_AS_SERVER = ["bash", "-c", 'exec -a "python -m jupyterhub.singleuser" "$0" "$@"']
 COURSE = "course"
 INBOUND = f"{COURSE}/inbound"
 # Writes 20 MB a second until stopped or the disk is full; `unlink` first removes its file's name (which still
@@ -31,6 +34,31 @@ while True:
     handle.write(b"x" * 2**20)
     handle.flush()
     time.sleep(0.05)
+"""
+
+# Writes size bytes into a file, then keeps them on disk without a descriptor open for writing: "read-only"
+# reopens the file read-only, "mapped" fills it through a shared mapping whose descriptor is closed at once; both
+# then remove its name ("named" keeps it, and holds it twice more: two descriptors and a mapping).
+HOLDER = """import ctypes, mmap, os, sys, time
+path, how, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if how == "mapped":  # mmap(2) itself: Python's mmap keeps a copy of the descriptor, which would be a writer
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype, libc.mmap.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                              ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    with open(path, "w+b") as handle:
+        handle.truncate(size)
+        held = [libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED, handle.fileno(), 0)]
+    ctypes.memset(held[0], ord("x"), size)
+else:
+    with open(path, "wb") as handle:
+        handle.write(b"x" * size)
+    held = [open(path, "rb")]
+    if how == "named":
+        held += [open(path, "rb"), mmap.mmap(held[0].fileno(), size, prot=mmap.PROT_READ)]
+if how != "named":
+    os.unlink(path)
+print("holding", flush=True)
+time.sleep(120)
 """
 
 
@@ -53,11 +81,24 @@ def small_exchange():
         mount.rmdir()
 
 
-def write_as(account, path, how="keep"):
-    process = subprocess.Popen(["runuser", "-u", account, "--", PYTHON, "-c", WRITER, str(path), how],
+def write_as(account, path, how="keep", named=()):
+    """The student's writer; named: the command line it shows instead of its own (exec -a)."""
+    process = subprocess.Popen(["runuser", "-u", account, "--", *named, PYTHON, "-c", WRITER, str(path), how],
                                cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "writing", process.stderr.read()
     return process
+
+
+def hold_as(account, path, how, size):
+    process = subprocess.Popen(["runuser", "-u", account, "--", PYTHON, "-c", HOLDER, str(path), how, str(size)],
+                               cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "holding", process.stderr.read()
+    return process
+
+
+def free_bytes(path):
+    found = os.statvfs(path)
+    return found.f_bavail * found.f_frsize
 
 
 def copy_as(account, size, path):
@@ -67,23 +108,23 @@ def copy_as(account, size, path):
     return done.returncode, done.stderr
 
 
-def watch_until_stopped(students, root, process, timeout_s=60, every_s=0.25):
+def watch_until_stopped(students, root, process, hub, timeout_s=60, every_s=0.25):
     """The watchdog's loop over the exchange, as the limits service runs it, until the writer ends: what it said."""
     said, deadline = [], time.monotonic() + timeout_s
     while process.poll() is None and time.monotonic() < deadline:
-        said += exchange_share.enforce(students, root, SHARE, watchdog.SERVER)
+        said += exchange_share.enforce(students, root, SHARE, hub)
         time.sleep(every_s)
     return said
 
 
 @pytest.mark.parametrize("how", ["keep", "unlink"])
 def test_a_student_writing_past_their_share_is_stopped_and_a_classmate_still_submits(small_exchange, two_students,
-                                                                                     how):
+                                                                                     hub, how):
     greedy, classmate = two_students
     junk = small_exchange / INBOUND / f"{greedy}+performance-audit+junk"
     writer = write_as(greedy, junk, how)
     try:
-        said = watch_until_stopped([greedy, classmate], small_exchange, writer)
+        said = watch_until_stopped([greedy, classmate], small_exchange, writer, hub.hub)
     finally:
         writer.kill()
     err = writer.stderr.read()
@@ -98,13 +139,13 @@ def test_a_student_writing_past_their_share_is_stopped_and_a_classmate_still_sub
         assert kept.st_uid == pwd.getpwnam(greedy).pw_uid and kept.st_size >= SHARE, "what they wrote was changed"
 
 
-def test_a_student_under_their_share_writes_on(small_exchange, two_students):
+def test_a_student_under_their_share_writes_on(small_exchange, two_students, hub):
     student, classmate = two_students
     code, dd_said = copy_as(classmate, 32 * MB, small_exchange / INBOUND / f"{classmate}+performance-audit+work")
     assert code == 0, dd_said  # over the share, and not writing now: nothing of theirs to stop
     writer = write_as(student, small_exchange / INBOUND / f"{student}+performance-audit+work")
     try:
-        said = exchange_share.enforce(two_students, small_exchange, SHARE, watchdog.SERVER)
+        said = exchange_share.enforce(two_students, small_exchange, SHARE, hub.hub)
         assert said == [] and writer.poll() is None, f"a writer under its student's share was stopped: {said}"
     finally:
         writer.kill()
@@ -117,14 +158,110 @@ def test_folders_nested_past_what_a_path_reaches_are_counted_over_any_share_not_
     as over any share, and the look ends. (Not in tmp_path: pytest's clean-up recurses too, as shutil.rmtree does.)"""
     root = Path(tempfile.mkdtemp(prefix="deep-exchange-"))
     try:
-        folder = os.open(root, os.O_RDONLY)
-        for _ in range(3000):
-            os.mkdir("d", dir_fd=folder)
-            inner = os.open("d", os.O_RDONLY, dir_fd=folder)
-            os.close(folder)
-            folder = inner
-        os.close(folder)
+        nested_folders.nest(root, 3000)
         owned = exchange_share.owned_blocks(root)
         assert max(owned[os.geteuid()].values()) == exchange_share.UNREADABLE
     finally:
-        subprocess.run(["rm", "-rf", str(root)], check=True)  # GNU rm takes any depth
+        nested_folders.remove(root)
+
+
+@pytest.mark.parametrize("how", ["read-only", "mapped"])
+def test_bytes_kept_on_disk_without_a_name_or_a_writer_count_and_their_holder_is_stopped(small_exchange,
+                                                                                        two_students, hub, how):
+    """Written past the share, then held by a read-only descriptor or a shared mapping alone, its name removed: the
+    walk cannot see the file and no descriptor is open for writing, yet the disk stays full. Counted for the
+    holder, and the holder stopped: the disk gets its bytes back. The classmate's process is left alone."""
+    greedy, classmate = two_students
+    before = free_bytes(small_exchange)
+    holder = hold_as(greedy, small_exchange / INBOUND / f"{greedy}+performance-audit+junk", how, 24 * MB)
+    theirs = hold_as(classmate, small_exchange / INBOUND / f"{classmate}+performance-audit+work", how, 4 * MB)
+    try:
+        assert before - free_bytes(small_exchange) >= 28 * MB  # both held on disk
+        told = []
+        said = exchange_share.enforce(two_students, small_exchange, SHARE, hub.hub,
+                                      lambda account, text: told.append((account, text)))
+        assert len(said) == 1 and said[0].startswith(f"stopped {greedy}'s process "), said
+        assert "has 24 MB there, over the 16 MB" in said[0], said
+        assert len(told) == 1 and told[0][0] == greedy, told
+        assert "you have 24 MB there, over the 16 MB each student may have. Remove what you do not" in told[0][1]
+        assert holder.wait(timeout=30) == 128 + 9, "the holder of bytes past the share goes on"
+        assert theirs.poll() is None, "a classmate under their share was stopped"
+        assert before - free_bytes(small_exchange) < 8 * MB, "the held bytes are still on disk"
+    finally:
+        for process in (holder, theirs):
+            process.kill()
+            process.wait()
+
+
+def test_a_file_held_many_ways_under_its_name_counts_once(small_exchange, two_students, hub):
+    """12 MB in the exchange, held by two descriptors and a mapping as well: 12 MB, under the 16 MB share."""
+    student, _ = two_students
+    holder = hold_as(student, small_exchange / INBOUND / f"{student}+performance-audit+work", "named", 12 * MB)
+    try:
+        assert exchange_share.enforce(two_students, small_exchange, SHARE, hub.hub) == []
+        assert holder.poll() is None
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_the_server_the_hub_started_is_spared_and_a_writer_named_like_a_server_is_not(small_exchange, two_students,
+                                                                                      hub):
+    """Over the share, the student's server (what the hub started) keeps its file; their own writer, whose command
+    line says python -m jupyterhub.singleuser, is stopped like any other."""
+    greedy, _ = two_students
+    folder = small_exchange / INBOUND
+    server = hub.start_server(greedy, [PYTHON, "-c", HOLDER, str(folder / f"{greedy}+held"), "read-only",
+                                       str(24 * MB)])
+    assert server.stdout.readline().strip() == "holding", server.stderr.read()
+    named = write_as(greedy, folder / f"{greedy}+performance-audit+junk", named=NAMED_AS_SERVER)
+    try:
+        said = exchange_share.enforce([greedy], small_exchange, SHARE, hub.hub)
+        assert len(said) == 1 and "(python -m jupyterhub.singleuser " in said[0], said
+        assert named.wait(timeout=30) == 128 + 9, "a writer named like a server was spared"
+        assert server.poll() is None, "the server the hub started was stopped"
+    finally:
+        for process in (server, named):
+            process.kill()
+            process.wait()
+
+
+def test_empty_files_count_for_the_inode_each_takes(tmp_path):
+    """An empty file takes no block of the disk but an inode: 200 000 of them filled the exchange's inodes and the
+    limits service's memory while the share counted nothing. Each entry counts ENTRY bytes at least."""
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(50):
+        (folder / f"{n:03}").touch()
+    owned = exchange_share.owned_blocks(folder)[os.geteuid()]
+    assert len(owned) == 50 and set(owned.values()) == {exchange_share.ENTRY}
+
+
+def test_a_folder_swapped_for_a_link_while_it_is_walked_leads_nowhere(tmp_path):
+    """A student swaps their folder for a link to a classmate's submission between the walk seeing it and entering
+    it: root's walk by path followed the link and charged the classmate with what it found. The walk opens each
+    folder in its opened parent without following a link, and checks it is the folder it saw."""
+    classmate = tmp_path / "classmate"
+    classmate.mkdir()
+    (classmate / "work.bin").write_bytes(b"x" * 65536)
+    mine = tmp_path / "mine"
+    (mine / "d").mkdir(parents=True)
+    seen = os.lstat(mine / "d")
+    parent = os.open(mine, os.O_RDONLY)
+    try:
+        (mine / "d").rename(mine / "moved")
+        (mine / "d").symlink_to(classmate)
+        assert exchange_share._open_folder("d", parent, seen) is None, "a link now: not entered"
+        (mine / "d").unlink()
+        (mine / "d").mkdir()
+        assert exchange_share._open_folder("d", parent, seen) is None, "another folder now: not the one seen"
+        (mine / "d").rmdir()
+        (mine / "moved").rename(mine / "d")
+        inner = exchange_share._open_folder("d", parent, seen)
+        assert inner is not None
+        os.close(inner)
+    finally:
+        os.close(parent)
+    (mine / "link").symlink_to(classmate)
+    owned = exchange_share.owned_blocks(mine)[os.geteuid()]
+    assert (os.stat(classmate / "work.bin").st_dev, os.stat(classmate / "work.bin").st_ino) not in owned

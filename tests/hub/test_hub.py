@@ -28,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,6 +36,8 @@ import psutil
 import pytest
 from chromium import CHROMIUM, CHROMIUM_ARGS, UI_MS, free_port
 from playwright import sync_api
+from hub_started import wait_for_hub
+from listening_sockets import held_by
 from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, paths
@@ -86,6 +87,7 @@ def hub():
            "PERFAUDIT_SERVE_ARGS": "--workers 1 --skip-canary",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     hub_process = None
+    hub_uids: set[int] = set()  # the test's accounts, by uid: gone by name once they are removed
     course_groups = settings.from_environment(env).groups()  # read from the course's config, removed with it
     try:
         # make hub refuses a course root owns, in one line, before anything starts
@@ -96,6 +98,7 @@ def hub():
         _run(["useradd", "--create-home", "--user-group", owner])
         _run(["chown", "-R", f"{owner}:{owner}", str(course_dir)])
         passwords = accounts.add(people, hub=settings.from_environment(env))
+        hub_uids.update(pwd.getpwnam(name).pw_uid for name in [owner, *(name for name, _, _ in people)])
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
         # make hub's recipe: the exchange (and the check that the course's owner can grade), then the hub
         _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
@@ -104,7 +107,7 @@ def hub():
             hub_process = subprocess.Popen(
                 [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        _wait_for_hub(url, hub_process, log)
+        wait_for_hub(url, hub_process, log, HUB_START_S)
         python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
                "students": students, "attacker": attacker, "instructor": instructor, "owner": owner,
@@ -117,7 +120,7 @@ def hub():
     groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
-        assert not _listening(port), f"port {port} is still in use after the hub stopped"
+        assert not _listening(port, state, hub_uids), f"port {port} is still in use after the hub stopped"
 
 
 def _course_in_git(folder, course_id):
@@ -141,20 +144,6 @@ def _run(argv, **kwargs):
         pytest.fail(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
-def _wait_for_hub(url, process, log):
-    deadline = time.monotonic() + HUB_START_S
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"jupyterhub exited with {process.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/hub/api", timeout=5):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                pytest.fail(f"the hub did not answer within {HUB_START_S} s:\n{log.read_text()[-4000:]}")
-            time.sleep(0.5)
-
-
 def _stop(process):
     """SIGTERM to the hub (it stops the users' servers and its services), then SIGKILL to whatever is left of its
     session."""
@@ -172,9 +161,22 @@ def _stop(process):
         process.wait()
 
 
-def _listening(port):
-    return any(c.laddr and c.laddr.port == port and c.status == psutil.CONN_LISTEN
-               for c in psutil.net_connections("tcp"))
+def _listening(port, state, uids):
+    """Whether something the hub started listens on port: a process of one of the test's accounts, or one that has
+    the hub's environment (its proxy). The ports were free ones of the ephemeral range, so another test's process
+    (a Dask scheduler, a kernel's) may take one once the hub let it go: that is no process the hub left."""
+    for connection in psutil.net_connections("tcp"):
+        if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
+            continue
+        if connection.pid is None:
+            return True  # nobody to tell it by: counted as the hub's
+        try:
+            process = psutil.Process(connection.pid)
+            if process.uids().real in uids or process.environ().get("PERFAUDIT_HUB_STATE") == str(state):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
 
 
 @pytest.fixture(scope="module")
@@ -357,10 +359,14 @@ def cannot_reach_the_graders_cluster(reader, python, course_dir):
 
 # Run as a student: every listening TCP socket of the machine (/proc/net/tcp and tcp6: every account reads them) and
 # every unix stream socket it may connect to (/proc/net/unix) tried as a Jupyter kernel's channels: subscribed to as
-# its output (IOPub needs no key) and pinged as its heartbeat. Prints what answered, and how many were tried.
+# its output (IOPub needs no key) and pinged as its heartbeat. Prints what answered, how many were tried, and each
+# listening TCP socket seen, by its inode (which root then tells the process of: any of them a kernel's pipe for
+# forked children takes a flood of a message with no key).
 KERNEL_ATTACK = r"""
 import json, os, socket, struct, sys, time
 import zmq
+
+listening = {}  # {endpoint: inode} of every listening TCP socket
 
 
 def tcp_endpoints():
@@ -383,6 +389,7 @@ def tcp_endpoints():
                 host = socket.inet_ntop(socket.AF_INET6, b"".join(raw[i:i + 4][::-1] for i in range(0, 16, 4)))
                 host = "[::1]" if host == "::" else f"[{host}]"
             found.add((f"tcp://{host}:{int(port, 16)}", int(port, 16)))
+            listening[f"tcp://{host}:{int(port, 16)}"] = int(fields[9])
     return sorted(found)
 
 
@@ -432,18 +439,19 @@ while time.monotonic() < deadline:
         frames = sock.recv_multipart()
         endpoint, where, kind = sockets[sock]
         reached.setdefault(endpoint, [where, kind, b" ".join(frames)[-300:].decode("utf-8", "replace")])
-print(json.dumps({"tried": len(sockets) // 2, "reached": reached}), flush=True)
+print(json.dumps({"tried": len(sockets) // 2, "reached": reached, "listening": listening}), flush=True)
 os._exit(0)
 """
 
 
 def kernel_channels_reached(reader, python, seconds=6):
-    """{endpoint: [port or path, socket kind, what came back]} of what the reader reached, and how many it tried."""
+    """({endpoint: [port or path, socket kind, what came back]} of what the reader reached, {endpoint: inode} of
+    every listening TCP socket it saw)."""
     done = as_account(reader, "env", "HOME=/tmp", str(python), "-c", KERNEL_ATTACK, str(seconds))
     assert done.returncode == 0, done.stderr[-2000:]
     said = json.loads(done.stdout.splitlines()[-1])
     assert said["tried"], "no listening socket was tried"
-    return said["reached"]
+    return said["reached"], said["listening"]
 
 
 def owner_of(where):
@@ -532,23 +540,93 @@ manager.shutdown_kernel(now=True)
 """
 
 
+def started_by_the_hub_s_servers(hub):
+    """Every process the hub's Jupyter servers (each person's, Formgrader's) started: their kernels, terminals."""
+    accounts = {*hub["students"], hub["attacker"], hub["instructor"], hub["owner"]}
+    servers = [p for p in psutil.process_iter(["cmdline", "username"])
+               if p.info["username"] in accounts and "jupyterhub.singleuser" in (p.info["cmdline"] or [])]
+    assert servers, "no server of the hub's is running"
+    return [child for server in servers for child in server.children(recursive=True)]
+
+
+def sockets_held(processes):
+    """{socket inode: the command line of the process holding it} of the processes still running."""
+    held = {}
+    for process in processes:
+        try:
+            held.update(dict.fromkeys(held_by(process.pid), " ".join(process.cmdline())))
+        except (psutil.NoSuchProcess, FileNotFoundError):
+            continue
+    return held
+
+
 def cannot_reach_a_classmate_s_kernel(hub, attacker, classmate):
     """The attacker tries every socket on the machine as a kernel's channels: they reach the classmate's kernel on
-    loopback TCP (the control, started here) and no kernel of the hub's: no student's, no Formgrader's."""
+    loopback TCP (the control, started here) and no kernel of the hub's: no student's, no Formgrader's. No listening
+    TCP socket they see is a hub's kernel's (its pipe for forked children's output, which takes a message with no key,
+    included), while the control's are."""
     control = subprocess.Popen(["runuser", "-u", classmate, "--", "env", f"HOME={home(classmate)}",
                                 str(hub["python"]), "-c", TCP_KERNEL, PRINTING, "120"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert control.stdout.readline().strip() == "printing", control.stderr.read()[-2000:]
-        reached = kernel_channels_reached(attacker, hub["python"])
+        reached, listening = kernel_channels_reached(attacker, hub["python"])
+        of_the_hub = sockets_held(started_by_the_hub_s_servers(hub))
+        of_the_control = sockets_held(psutil.Process(control.pid).children(recursive=True))
     finally:
         control.kill()
+    # the control kernel: its 5 channels and its pipe, each a port the attacker saw
+    assert len({endpoint for endpoint, inode in listening.items() if inode in of_the_control}) == 6, listening
+    found = {endpoint: of_the_hub[inode] for endpoint, inode in listening.items() if inode in of_the_hub}
+    assert found == {}, f"{attacker} sees listening TCP sockets of the hub's kernels: {found}"
     by_owner = {endpoint: (owner_of(where), kind, said) for endpoint, (where, kind, said) in reached.items()}
     assert any(owner == classmate and f"WORK-OF-{classmate}" in said for owner, _, said in by_owner.values()), \
         f"the probe did not reach the control kernel on loopback TCP: {by_owner}"
     hub_accounts = {*hub["students"], hub["instructor"], hub["owner"]} - {classmate}
     leaked = {endpoint: found for endpoint, found in by_owner.items() if set(found[0].split()) & hub_accounts}
     assert leaked == {}, f"{attacker} reached a kernel of the hub: {leaked}"
+
+
+# Run as an account: each port given, asked for /api as a browser would, without a token. Prints {port: the status
+# line, or "closed"}.
+SERVER_ATTACK = r"""
+import json, socket, sys
+said = {}
+for port in json.loads(sys.argv[1]):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+            s.sendall(b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            said[port] = s.recv(64).decode(errors="replace").split("\r\n")[0] or "closed"
+    except (ConnectionResetError, BrokenPipeError):
+        said[port] = "closed"
+print(json.dumps(said), flush=True)
+"""
+
+
+def servers_ports(hub):
+    """{port: account} of every port the hub's Jupyter servers (each person's, Formgrader's) listen on."""
+    accounts = {*hub["students"], hub["attacker"], hub["instructor"], hub["owner"]}
+    ports = {}
+    for server in psutil.process_iter(["cmdline", "username"]):
+        if server.info["username"] in accounts and "jupyterhub.singleuser" in (server.info["cmdline"] or []):
+            ports.update({c.laddr.port: server.info["username"] for c in server.net_connections("tcp")
+                          if c.status == psutil.CONN_LISTEN})
+    return ports
+
+
+def servers_answer_only_their_own_account(hub, attacker, student):
+    """Every server's port closes the attacker's connection unread (perfaudit/hub/peer_guard.py), and the
+    student's: only the student's own server answers them (as their terminal's requests)."""
+    ports = servers_ports(hub)
+    assert student in ports.values() and hub["owner"] in ports.values(), ports
+    for account in (attacker, student):
+        done = as_account(account, "env", "HOME=/tmp", str(hub["python"]), "-c", SERVER_ATTACK,
+                          json.dumps(sorted(ports)))
+        assert done.returncode == 0, done.stderr[-2000:]
+        said = {int(port): line for port, line in json.loads(done.stdout.splitlines()[-1]).items()}
+        answered = {port: ports[port] for port, line in said.items() if line != "closed"}
+        assert answered == {port: owner for port, owner in ports.items() if owner == account}, (account, said)
+        assert all(said[port].startswith("HTTP/1.1 ") for port in answered), said
 
 
 def plant_odd_entries(attacker, inbound):
@@ -636,6 +714,9 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         kernels_are_private(kernel)
         runs_under_the_limits(kernel)
         the_class_s_memory_is_watched(hub)
+        # Each server, Formgrader's too, closes another account's connection unread: no classmate's request body
+        # or idle connection held at its owner's cost.
+        servers_answer_only_their_own_account(hub, attacker, second)
 
         # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
         for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",

@@ -3,8 +3,11 @@
 import os
 import pwd
 import shutil
+import socket
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,7 +87,14 @@ def test_the_limits_service_keeps_each_student_s_share_of_the_exchange(monkeypat
     monkeypatch.setenv("PERFAUDIT_EXCHANGE", str(tmp_path / "exchange"))
     config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
     limits = next(service for service in config.JupyterHub.services if service["name"] == "limits")
-    assert limits["command"][-4:] == ["--exchange", str(tmp_path / "exchange"), "--disk", str(500 * 2**20)]
+    command = limits["command"]
+    assert command[command.index("--exchange"):][:4] == ["--exchange", str(tmp_path / "exchange"), "--disk",
+                                                         str(500 * 2**20)]
+    # The config runs in the hub's process: the servers are that process's children (perfaudit/hub/servers.py).
+    assert command[command.index("--hub-pid") + 1] == str(os.getpid())
+    grading = next(service for service in config.JupyterHub.services if service["name"] == "grading")
+    notes = command[command.index("--limits-notes") + 1]  # where the stops are left, and read for the students
+    assert grading["command"][grading["command"].index("--limits-notes") + 1] == notes
     assert "user" not in limits  # root's: it stops other accounts' processes
 
 
@@ -96,3 +106,54 @@ def test_the_hub_refuses_a_state_folder_another_account_may_write(tmp_path, monk
     with pytest.raises(SystemExit, match=f"refused: the hub's state folder {state} belongs to nobody"):
         PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
     assert list(state.iterdir()) == []
+
+
+def _server(tmp_path, args):
+    """A Jupyter server as the hub starts a person's (its limits on request bodies given or not), and its port."""
+    from chromium import free_port  # a test helper's, as the browser tests find a port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "jupyter_server", f"--ServerApp.port={port}",
+                               "--ServerApp.token=the-owner-s", "--ServerApp.open_browser=False",
+                               f"--ServerApp.root_dir={tmp_path}", "--allow-root", *args],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return server, port
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise AssertionError("the server did not listen")
+
+
+def _upload_without_a_token(port, size):
+    """Bytes of a `size`-byte body the server took before it answered or closed the connection."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(f"PUT /api/contents/big.txt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {size}\r\n"
+                           "Content-Type: application/json\r\n\r\n".encode())
+        chunk = b"x" * 2**20
+        try:
+            while sent < size:
+                connection.sendall(chunk)
+                sent += len(chunk)
+        except OSError:
+            pass  # closed on us
+    return sent
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["the hub's limit", "tornado's default"])
+def test_a_classmate_s_request_body_is_refused_before_it_is_held(tmp_path, bounded):
+    """An unauthenticated 256 MiB upload to a person's server: the server held it whole before it read the token
+    (a classmate's took a server to 1.5 GB, memory its owner is charged with). With the hub's limit the server closes
+    the connection first: what it takes is far below the body."""
+    size = 256 * 2**20
+    server, port = _server(tmp_path, settings.BOUNDED_REQUESTS if bounded else [])
+    try:
+        taken = _upload_without_a_token(port, size)
+    finally:
+        server.kill()
+        server.wait()
+    assert (taken < size // 2) is bounded, f"{taken} of {size} bytes sent before the server closed"

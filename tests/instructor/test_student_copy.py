@@ -1,6 +1,8 @@
 """The student copy (make student-copy): the release and the public package, never a solution or hidden test.
 
-Its checker is run from the unzipped folder, on the copy's own package, as a student runs it.
+Its checker is run from the unzipped folder, on the copy's own package, as a student runs it on their own machine
+(no hub login, no grader's id): notebook 5 asks for the student's id until they state it, then hands out the
+variant drawn from it.
 """
 
 import math
@@ -14,7 +16,7 @@ import nbformat
 import pytest
 from courses import instructor_only_lines
 
-from perfaudit import ASSIGNMENT, checks, paths
+from perfaudit import ASSIGNMENT, checks, paths, variants
 from perfaudit.answer_key import answers
 from perfaudit.fixtures import samples
 from perfaudit.instructor import student_copy
@@ -31,10 +33,16 @@ PUBLIC_BY_DESIGN = [
 
 
 @pytest.fixture(scope="module")
-def unzipped(tmp_path_factory):
+def archive(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("zip")
+    return student_copy.write(folder / "student.zip")
+
+
+@pytest.fixture(scope="module")
+def unzipped(archive, tmp_path_factory):
     folder = tmp_path_factory.mktemp("student")
-    with zipfile.ZipFile(student_copy.write(folder / "student.zip")) as archive:
-        archive.extractall(folder)
+    with zipfile.ZipFile(archive) as zipped:
+        zipped.extractall(folder)
     return folder / student_copy.TOP
 
 
@@ -76,8 +84,11 @@ def test_the_self_checks_written_out_values_are_the_answers():
 
 
 def _check(copy, *args):
-    # PYTHONPATH first: the copy's own package, not the course's, in the checker and in its kernels.
-    env = {**os.environ, "PYTHONPATH": str(copy)}
+    # PYTHONPATH first: the copy's own package, not the course's, in the checker and in its kernels. A student's own
+    # machine: no hub login or grader's id to take a student id from (perfaudit/variants.py).
+    env = {name: value for name, value in os.environ.items() if name not in (variants.STUDENT_ENV,
+                                                                            variants.HUB_USER_ENV)}
+    env["PYTHONPATH"] = str(copy)
     return subprocess.run([sys.executable, "-m", "perfaudit.check", *args], cwd=copy, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -104,3 +115,29 @@ def test_its_checker_runs_the_visible_checks_on_the_students_notebook(unzipped):
 
     instructor = _check(unzipped, "--implementation", "starter", "--stage", "2")
     assert instructor.returncode == 2 and "holds no instructor notebooks (source/)" in instructor.stderr
+
+
+@pytest.mark.slow
+def test_notebook_5_in_a_copy_asks_for_the_student_s_id_then_hands_out_the_variant_drawn_from_it(archive, tmp_path):
+    """No student-id.txt comes in the zip: the checker on stage 5 says how to state one (the setup cell's
+    NoStudentId), and once the student states it (--id) hands out their variant and says which."""
+    with zipfile.ZipFile(archive) as zipped:
+        assert [name for name in zipped.namelist() if name.rsplit("/", 1)[-1] == variants.ID_FILE] == []
+        zipped.extractall(tmp_path)
+    copy = tmp_path / student_copy.TOP
+    with pytest.raises(variants.NoStudentId) as no_id:
+        variants.mine(env={}, start=copy)
+
+    untold = _check(copy, "--stage", "5")
+    assert untold.returncode == 1, untold.stderr
+    assert f"  - cell setup: NoStudentId: {no_id.value}" in untold.stdout.splitlines(), untold.stdout
+    assert "make id ID=yourid" in str(no_id.value) and "data seed" not in untold.stdout
+
+    told = _check(copy, "--id", "jdoe", "--stage", "5")
+    jdoe = variants.assigned("jdoe")
+    assert (copy / variants.ID_FILE).read_text() == "jdoe\n"
+    lines = told.stdout.splitlines()
+    assert lines[0].startswith(f"{copy / variants.ID_FILE}: student 'jdoe': variant {jdoe.variant}, data seed "
+                               f"{jdoe.seed}. Notebook 5 hands you that variant's loop"), told.stdout + told.stderr
+    assert lines[-1] == f"  student 'jdoe': variant {jdoe.variant}, data seed {jdoe.seed}", told.stdout
+    assert "NoStudentId" not in told.stdout and "cell setup" not in told.stdout

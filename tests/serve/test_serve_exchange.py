@@ -3,8 +3,11 @@
 import getpass
 import os
 import shutil
+import tempfile
 from datetime import datetime
+from pathlib import Path
 
+import nested_folders
 import pytest
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.utils import notebook_hash
@@ -29,6 +32,16 @@ def _submitted(inbound, name, secret="s3cret", files=("01-timing.ipynb",)):
     return folder
 
 
+def _unsafe(folder, *ignore):
+    with exchange.opened(folder.parent, folder.name) as entry:
+        return exchange.unsafe(entry, *ignore)
+
+
+def _collect(folder, target, *ignore):
+    with exchange.opened(folder.parent, folder.name) as entry:
+        exchange.collect(entry, target, *ignore)
+
+
 def test_the_course_s_folder_is_under_the_exchange_root_the_config_names(tmp_path):
     config = Config()
     config.Exchange.root = str(tmp_path / "exchange")
@@ -44,6 +57,7 @@ def test_complete_new_submissions_arrive_oldest_first_with_their_student_and_tim
     _submitted(tmp_path, f"dan+{A}+2026-01-01 08:00:00.000000 UTC+r4", secret="")
     _submitted(tmp_path, "fay+other+2026-01-01 08:00:00.000000 UTC+r5")  # another assignment
     _submitted(tmp_path, f"gus+{A}+not a time+r6")
+    _submitted(tmp_path, f"guy+{A}+2026-01-01 00:00:00 ..+r9")  # a zone python-dateutil raises its own warning for
     (tmp_path / f"hal+{A}+2026-01-01 08:00:00.000000 UTC+r7").symlink_to(tmp_path / f"ada+{A}+2026-01-02 10:00:00"
                                                                          f".000000 UTC+r1")
     (tmp_path / f"ivy+{A}+2026-01-01 08:00:00.000000 UTC+r8").write_text("a file")
@@ -56,35 +70,85 @@ def test_complete_new_submissions_arrive_oldest_first_with_their_student_and_tim
     assert {entry.name.split("+")[0]: (entry.account, entry.why) for entry in odd} == {
         "hal": (getpass.getuser(), "a symbolic link, not a submission's folder"),
         "ivy": (getpass.getuser(), "a file, not a submission's folder"),
-        "gus": (getpass.getuser(), "a name nbgrader's submit does not write (its time cannot be read)")}
+        "gus": (getpass.getuser(), "a name nbgrader's submit does not write (its time cannot be read)"),
+        "guy": (getpass.getuser(), "a name nbgrader's submit does not write (its time cannot be read)")}
 
 
 def test_a_submission_s_owner_notebooks_and_secret(tmp_path):
-    folder = _submitted(tmp_path, "ada", files=("02-tracing.ipynb", "01-timing.ipynb", "notes.txt"))
+    folder = _submitted(tmp_path, "ada", files=("02-tracing.ipynb", "01-timing.ipynb", "notes.txt", "n1.ipynb"))
     (folder / "03-evidence.ipynb").symlink_to(folder / "01-timing.ipynb")
-    assert exchange.owner(folder) == getpass.getuser()
-    assert exchange.notebooks(folder) == ["01-timing", "02-tracing"]
-    assert exchange.secret(folder) == "s3cret"
+    with exchange.opened(tmp_path, "ada") as entry:
+        assert exchange.owner(entry) == getpass.getuser()
+        # the assignment's notebooks that are regular files: no page for n1.ipynb, nor through a link
+        assert exchange.notebooks(entry, {"01-timing", "02-tracing", "03-evidence"}) == ["01-timing", "02-tracing"]
+        assert exchange.secret(entry) == "s3cret"
     linked = _submitted(tmp_path, "bob", secret=None)
     (linked / exchange.SECRET).symlink_to(folder / exchange.SECRET)
-    with pytest.raises(OSError):
-        exchange.secret(linked)
+    with exchange.opened(tmp_path, "bob") as entry, pytest.raises(OSError):
+        exchange.secret(entry)
+
+
+def test_a_submission_is_read_only_as_the_folder_noticed(tmp_path):
+    """A student swaps their own queued submission's name for a link (to a classmate's folder, to inbound/ itself,
+    to a folder the service may not search) or for another folder: the service reads nothing through the name
+    (a hub's attacker had it list inbound/ and send a classmate's pages through such a link)."""
+    classmate = _submitted(tmp_path, "bea", secret="classmate's")
+    mine = _submitted(tmp_path, "ada")
+    with exchange.opened(tmp_path, "ada") as entry:
+        noticed = entry.identity
+        mine.rename(tmp_path / "ada-moved")
+        (tmp_path / "ada").symlink_to(classmate)
+        assert exchange.secret(entry) == "s3cret", "the folder opened is read, whatever its name leads to now"
+    for target in (classmate, tmp_path, Path("/root")):
+        (tmp_path / "ada").unlink()
+        (tmp_path / "ada").symlink_to(target)
+        with pytest.raises(exchange.UnreadableSubmission, match="no longer a folder the grader may open"):
+            with exchange.opened(tmp_path, "ada", noticed):
+                pass
+    (tmp_path / "ada").unlink()
+    _submitted(tmp_path, "ada")
+    with pytest.raises(exchange.UnreadableSubmission, match="replaced by another"):
+        with exchange.opened(tmp_path, "ada", noticed):
+            pass
+    with pytest.raises(FileNotFoundError):
+        with exchange.opened(tmp_path, "gone", noticed):
+            pass
 
 
 def test_an_unsafe_submission_says_why_and_collect_copies_regular_files_byte_for_byte(tmp_path):
     folder = _submitted(tmp_path / "inbound", "ada")
     (folder / "evidence").mkdir()
     (folder / "evidence" / "report.json").write_bytes(b"\x00\xff")
-    assert exchange.unsafe(folder) is None
+    assert _unsafe(folder) is None
     target = tmp_path / "submitted" / "ada" / A
     target.mkdir(parents=True)
     (target / "old.ipynb").write_text("an earlier submission")
-    exchange.collect(folder, target)
+    _collect(folder, target)
     assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == [
         "01-timing.ipynb", "evidence", "evidence/report.json", exchange.SECRET]
     assert (target / "evidence" / "report.json").read_bytes() == b"\x00\xff"
     (folder / "link").symlink_to("/etc/passwd")
-    assert exchange.unsafe(folder) == "'link' is a symbolic link: submissions may hold regular files only"
+    assert _unsafe(folder) == "'link' is a symbolic link: submissions may hold regular files only"
+
+
+def test_a_submission_nested_too_deep_since_it_was_looked_at_is_refused_not_the_service_s_error(tmp_path,
+                                                                                              monkeypatch):
+    """Folders nested 1500 deep, made between unsafe()'s look and the read (unsafe() passed: the student's moment):
+    the walk recurses in Python 3.11, and its RecursionError would pause the service for the class; it is the
+    submission's own refusal instead, and submitted/ stays as it was."""
+    inbound = Path(tempfile.mkdtemp(prefix="deep-inbound-"))  # not tmp_path: its clean-up recurses
+    try:
+        folder = _submitted(inbound, "ada")
+        nested_folders.nest(folder, 1500)
+        monkeypatch.setattr(exchange, "unsafe", lambda *_: None)
+        target = tmp_path / "submitted" / "ada" / A
+        target.mkdir(parents=True)
+        (target / "old.ipynb").write_text("an earlier submission")
+        with pytest.raises(exchange.UnreadableSubmission, match="nested too deep"):
+            _collect(folder, target)
+        assert os.listdir(target) == ["old.ipynb"]
+    finally:
+        nested_folders.remove(inbound)
 
 
 def test_a_page_is_released_where_fetch_feedback_looks_for_it(tmp_path):
@@ -122,15 +186,15 @@ def test_what_the_course_ignores_is_neither_counted_nor_refused_nor_collected(tm
     (folder / "evidence" / "report.json").write_text("{}")
     (folder / "evidence" / ".git").symlink_to("/etc")
     os.mkfifo(folder / "evidence" / "__pycache__")
-    assert exchange.unsafe(folder, IGNORED) is None
-    refused = exchange.unsafe(folder)  # without the list, each of them is refused, as it was
+    assert _unsafe(folder, IGNORED) is None
+    refused = _unsafe(folder)  # without the list, each of them is refused, as it was
     assert "'.git/objects/linked' is a hard link" in refused and "over the 1000 entries" in refused
     shutil.rmtree(folder / ".git")
-    refused = exchange.unsafe(folder)
+    refused = _unsafe(folder)
     assert "'evidence/.git' is a symbolic link" in refused and "'evidence/__pycache__' is a FIFO" in refused
-    assert exchange.unsafe(folder, IGNORED) is None
+    assert _unsafe(folder, IGNORED) is None
     target = tmp_path / "submitted" / "ada" / A
-    exchange.collect(folder, target, IGNORED)
+    _collect(folder, target, IGNORED)
     assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == [
         "01-timing.ipynb", "evidence", "evidence/report.json", exchange.SECRET]
     # what the service grades and keeps the fingerprint of is what it collected

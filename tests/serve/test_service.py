@@ -19,7 +19,7 @@ from nbgrader.utils import notebook_hash
 from perfaudit import paths
 from perfaudit.autograde.isolation import submission
 from perfaudit.bookkeeping.coursedir import course_config
-from perfaudit.serve import exchange, service
+from perfaudit.serve import exchange, limits_notes, service
 from perfaudit.serve.ledger import Ledger
 from perfaudit.serve.service import Service
 from perfaudit.serve.settings import GradingService
@@ -89,12 +89,13 @@ def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ign
     config = course_config(paths.ROOT)
     config.CourseDirectory.root = str(tmp_path / "course")
     stand_in = SimpleNamespace(exchange=tmp_path / "exchange", ledger=Ledger(tmp_path / "ledger.json"),
-                               limits=GradingService(check_owner=False), out=io.StringIO(),
+                               limits=GradingService(check_owner=False), out=io.StringIO(), limits_notes=None,
                                coursedir=CourseDirectory(config=config), due=lambda: None)
-    for method in ("inbound", "decide", "folder", "collect", "skip", "untold"):
+    for method in ("opened", "decide", "folder", "collect", "skip", "forget_skipped_gone", "untold",
+                   "record_limits_notes"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
     for student, ignored in (("ada", ".git/objects"), ("bob", "evidence/.git/objects")):
-        folder = stand_in.inbound(f"{student}+performance-audit+2026-01-01 10:00:00.000000 UTC+r1")
+        folder = stand_in.exchange / "inbound" / f"{student}+performance-audit+2026-01-01 10:00:00.000000 UTC+r1"
         (folder / ignored).mkdir(parents=True)
         for n in range(submission.MAX_ENTRIES + 1):
             (folder / ignored / f"{n:04x}").write_text("an object")
@@ -162,6 +163,7 @@ def _service_of(shared, **limits):
     config = course_config(paths.ROOT)
     config.CourseDirectory.root = str(shared / "course")
     stand_in = SimpleNamespace(exchange=shared / "exchange" / "course101", ledger=Ledger(shared / "course" / "l.json"),
+                               limits_notes=None,
                                limits=GradingService(**limits), out=io.StringIO(), in_flight={}, client=None,
                                coursedir=CourseDirectory(config=config), due=lambda: None)
     for name, method in vars(Service).items():
@@ -191,6 +193,8 @@ def test_an_odd_entry_in_inbound_is_skipped_recorded_and_told_and_the_class_is_g
     _entry(inbound, f"{STUDENT}+{a}+{WHEN}+fifo", STUDENT, kind="fifo")
     weird = os.fsdecode(f"{STUDENT}+{a}+".encode() + b"\xff\n" + b"+r5")
     _entry(inbound, weird, STUDENT)
+    zone = f"{STUDENT}+{a}+2026-01-01 10:00:00 ..+zone"  # python-dateutil raises its own warning class for '..'
+    _entry(inbound, zone, STUDENT)
     deep = _entry(inbound, f"{STUDENT}+{a}+{WHEN}+deep", STUDENT)
     (deep / "evidence").mkdir()
     (deep / "evidence" / "report.json").write_text("{}")
@@ -212,13 +216,14 @@ def test_an_odd_entry_in_inbound_is_skipped_recorded_and_told_and_the_class_is_g
     assert found[fine.name]["decision"] == "grade" and found[fine.name]["status"] == "queued", served["log"]
     skipped = {name: record for name, record in found.items() if record["status"] == "skipped"}
     assert sorted(skipped) == sorted([closed.name, f"{STUDENT}+{a}+{WHEN}+private", f"{STUDENT}+{a}+{WHEN}+link",
-                                      f"{STUDENT}+{a}+{WHEN}+fifo", weird]), served["log"]
+                                      f"{STUDENT}+{a}+{WHEN}+fifo", weird, zone]), served["log"]
     assert {record["student"] for record in skipped.values()} == {STUDENT}  # the account that made it
     assert "the grader may not open it (mode 0o740" in skipped[closed.name]["why"]
     assert "a FIFO" in skipped[f"{STUDENT}+{a}+{WHEN}+fifo"]["why"]
     assert "a symbolic link" in skipped[f"{STUDENT}+{a}+{WHEN}+link"]["why"]
     assert "a name nbgrader's submit does not write" in skipped[weird]["why"]
-    assert repr(weird) in served["log"] and served["log"].count("SKIPPED") == 5, served["log"]
+    assert "its time cannot be read" in skipped[zone]["why"]
+    assert repr(weird) in served["log"] and served["log"].count("SKIPPED") == 6, served["log"]
     # The secret could be read: the student's feedback page says what the grader may not read, and nothing is graded;
     # it also tells them, once, of the entries skipped, whose pages nobody could find without their secrets.
     assert found[deep.name]["status"] == "refused", served["log"]
@@ -226,7 +231,7 @@ def test_an_odd_entry_in_inbound_is_skipped_recorded_and_told_and_the_class_is_g
                           f"{notebook_hash(secret='s3cret', notebook_id='01-first-call-vs-steady')}.html").read_text())
     assert "'evidence' is a folder the grader may not open (mode 0o740)" in page, page
     assert "'02-tracing.ipynb' is a file the grader may not read (mode 0o600)" in page, page
-    assert page.count("was not read") == 5 and "the grader may not open it (mode 0o740" in page, page
+    assert page.count("was not read") == 6 and "the grader may not open it (mode 0o740" in page, page
     assert all(found[name]["told"] for name in skipped)
 
     again = _entry(inbound, f"{STUDENT}+{a}+2026-01-02 10:00:00.000000 UTC+again", STUDENT)
@@ -252,3 +257,128 @@ def test_a_submission_closed_after_it_was_noticed_is_refused_not_a_pause(shared_
     assert served["paused"] is None, served["log"]
     record = served["submissions"][late.name]
     assert record["status"] == "refused" and "the grader may not open" in record["failure"], served["log"]
+
+
+def test_a_student_whose_process_the_hub_stopped_reads_why_on_their_next_page_and_a_classmate_s_note_waits(
+        shared_course):
+    """The hub's limits service (as root) leaves a note for each student whose process it stopped; the service
+    records it and the student's next feedback page says it, once. A classmate's note, left meanwhile, waits for
+    their own page: nothing of it on this one, nor marked told."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    folder = shared_course / "limits-notes"
+    limits_notes.prepare(folder, pwd.getpwnam(SERVICE).pw_uid)
+    limits_notes.leave(folder, STUDENT, "your process 4242 (python hog.py, 900 MB) was stopped: your processes held "
+                                        "1100 MB of memory, over the 1024 MB each student may have.")
+    limits_notes.leave(folder, CLASSMATE, "your process 4343 (python writer.py) was stopped, writing in the exchange")
+    ledger = Ledger(shared_course / "course" / "l.json")  # STUDENT had a graded submission an hour ago
+    ledger.submissions["earlier"] = {"student": STUDENT, "seen_at": time.time() - HOUR, "decision": "grade",
+                                     "status": "graded", "released_at": time.time() - HOUR}
+    ledger.save()
+    os.chown(ledger.path, pwd.getpwnam(SERVICE).pw_uid, -1)
+    _entry(inbound, f"{STUDENT}+performance-audit+{WHEN}+mine", STUDENT)
+    stand_in = _service_of(shared_course, graded_per_window=1)  # limited: its page released without grading
+    stand_in.limits_notes = folder
+    served = switch_user.run_as(SERVICE, _serve_once, stand_in)
+    page = html.unescape((shared_course / "exchange" / "course101" / "feedback" /
+                          f"{notebook_hash(secret='s3cret', notebook_id='01-first-call-vs-steady')}.html").read_text())
+    assert "your process 4242 (python hog.py, 900 MB) was stopped" in page, served["log"]
+    assert "over the 1024 MB each student may have" in page and "4343" not in page, page
+    notes = Ledger(shared_course / "course" / "l.json").notes
+    assert {(r["student"], r["told"]) for r in notes.values()} == {(STUDENT, True), (CLASSMATE, False)}, notes
+    assert os.listdir(folder) == [], "a note recorded is removed from the folder"
+
+
+@pytest.mark.parametrize("target", ["a classmate's submission", "inbound itself", "a folder it may not search"])
+def test_a_submission_swapped_for_a_link_after_it_was_noticed_is_refused_and_reaches_nothing(shared_course, target):
+    """A student's own queued submission, swapped for a link once noticed: to a classmate's folder (the classmate's
+    secret sent the student's "limit" page over the classmate's graded one), to inbound/ itself (the refusal named
+    a classmate's folder), to a folder the service may not search (the PermissionError paused grading for the
+    class). Refused, its student's problem; nothing is read or written through the link."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    ledger = Ledger(shared_course / "course" / "l.json")
+    theirs = _entry(inbound, f"{CLASSMATE}+performance-audit+{WHEN}+theirs", CLASSMATE, secret="classmate's")
+    ledger.submissions[theirs.name] = {"student": CLASSMATE, "seen_at": time.time() - HOUR, "decision": "grade",
+                                       "status": "graded", "released_at": time.time() - HOUR}
+    ledger.submissions["earlier"] = {"student": STUDENT, "seen_at": time.time() - HOUR, "decision": "grade",
+                                     "status": "graded", "released_at": time.time() - HOUR}
+    ledger.save()
+    os.chown(ledger.path, pwd.getpwnam(SERVICE).pw_uid, -1)
+    page = exchange.release(shared_course / "exchange" / "course101", "classmate's", "01-first-call-vs-steady",
+                            b"the classmate's graded page")
+    mine = _entry(inbound, f"{STUDENT}+performance-audit+{WHEN}+mine", STUDENT)
+    stand_in = _service_of(shared_course, graded_per_window=1)  # limited: collected and released, not graded
+    stand_in.notice()
+    mine.rename(shared_course / "moved")
+    mine.symlink_to({"a classmate's submission": theirs, "inbound itself": inbound,
+                     "a folder it may not search": Path("/root")}[target])
+    os.chown(mine, pwd.getpwnam(STUDENT).pw_uid, inbound.stat().st_gid, follow_symlinks=False)
+    served = switch_user.run_as(SERVICE, _serve_once, stand_in)
+    assert served["paused"] is None, served["log"]
+    record = served["submissions"][mine.name]
+    assert record["status"] == "refused" and "no longer a folder the grader may open" in record["failure"], \
+        served["log"]
+    assert page.read_bytes() == b"the classmate's graded page"
+    assert sorted(os.listdir(page.parent)) == [page.name], "no page sent anywhere through the link"
+
+
+def test_skipped_entries_removed_by_their_maker_leave_the_ledger(shared_course):
+    """Odd entries made by the thousand and removed, round after round, grew the ledger without end (35 MB, a save
+    of 15 s at every change, every classmate's feedback later). A skipped entry's record goes with the entry; one
+    still there stays recorded, so it is neither skipped nor logged again."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    made = [_entry(inbound, f"odd-{n}", STUDENT, kind="fifo") for n in range(50)]
+    stand_in = _service_of(shared_course)
+    served = switch_user.run_as(SERVICE, _serve_once, stand_in)
+    assert sum(r["status"] == "skipped" for r in served["submissions"].values()) == 50, served["log"]
+    for path in made[1:]:
+        path.unlink()
+    served = switch_user.run_as(SERVICE, _serve_once, _service_of(shared_course))  # the ledger as saved
+    assert list(served["submissions"]) == ["odd-0"], served["log"]
+    assert "SKIPPED" not in served["log"], "the one left is not skipped again"
+    assert list(Ledger(shared_course / "course" / "l.json").submissions) == ["odd-0"]
+
+
+def test_a_name_that_is_no_utf_8_never_pauses_grading(shared_course):
+    """A hand-made submission holding a file named n\\xff.ipynb and a FIFO, and a limits note quoting a process named
+    with such bytes: every page and log line written of them failed (UnicodeEncodeError), which paused grading for
+    the class at every restart. The submission is refused for its FIFO and told; no page goes to the odd name; the
+    note is told as well as its bytes allow."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    folder = shared_course / "limits-notes"
+    limits_notes.prepare(folder, pwd.getpwnam(SERVICE).pw_uid)
+    limits_notes.leave(folder, STUDENT, "your process 4242 (" + os.fsdecode(b"\xff-evil") + ") was stopped")
+    mine = _entry(inbound, f"{STUDENT}+performance-audit+{WHEN}+mine", STUDENT)
+    odd = mine / os.fsdecode(b"n\xff.ipynb")
+    odd.write_text("{}")
+    os.chown(odd, pwd.getpwnam(STUDENT).pw_uid, inbound.stat().st_gid)
+    os.mkfifo(mine / "pipe")
+    stand_in = _service_of(shared_course)
+    stand_in.limits_notes = folder
+    served = switch_user.run_as(SERVICE, _serve_once, stand_in)
+    assert served["paused"] is None, served["log"]
+    assert served["submissions"][mine.name]["status"] == "refused", served["log"]
+    page = html.unescape((shared_course / "exchange" / "course101" / "feedback" /
+                          f"{notebook_hash(secret='s3cret', notebook_id='01-first-call-vs-steady')}.html").read_text())
+    assert "'pipe' is a FIFO" in page, page
+    assert len(os.listdir(shared_course / "exchange" / "course101" / "feedback")) == 1, "no page for n\\xff.ipynb"
+    assert "your process 4242 (" in page and "-evil) was stopped" in page, page
+
+
+def test_a_flood_of_limits_notes_keeps_each_student_s_newest_and_saves_once(shared_course, monkeypatch):
+    """320 stops in 40 s (an attacker's writers, stopped as fast as they were started): each note was saved into the
+    ledger at once and kept for ever, and the ledger's saves stalled grading. A look saves once; each student keeps
+    their NOTES_KEPT newest notes, and a classmate's note is untouched."""
+    folder = shared_course / "limits-notes"
+    limits_notes.prepare(folder, os.getuid())
+    for n in range(50):
+        limits_notes.leave(folder, STUDENT, f"your process {n} was stopped")
+    limits_notes.leave(folder, CLASSMATE, "your process 7 was stopped")
+    stand_in = _service_of(shared_course)
+    stand_in.limits_notes = folder
+    saves = []
+    monkeypatch.setattr(stand_in.ledger, "save", lambda: saves.append(1))
+    stand_in.record_limits_notes()
+    kept = sorted((r["student"], r["said"]) for r in stand_in.ledger.notes.values())
+    assert kept == sorted([(CLASSMATE, "your process 7 was stopped")] +
+                          [(STUDENT, f"your process {n} was stopped") for n in range(40, 50)])
+    assert len(saves) == 1 and os.listdir(folder) == []

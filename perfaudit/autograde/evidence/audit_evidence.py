@@ -6,13 +6,14 @@ The loops run in the student's kernel (the grader runs no JAX); each call crosse
 values as NumPy, so the grader's clock around it covers the whole loop, its results ready."""
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from perfaudit import handout
+from perfaudit import handout, variants
 from perfaudit.answer_key import answers
+from perfaudit.autograde import graded
 from perfaudit.autograde.evidence.handed_out import HandedOut, beside
 from perfaudit.autograde.evidence.loop_jit import LoopJit
 from perfaudit.checks import audit
@@ -25,66 +26,111 @@ from perfaudit.checks.failure import fail
 ROUNDS = 3
 
 
-def check_problems_named(findings: Any, measured: Any, variant: str, batches: Sequence[Any], lr0: float,
-                         one_size: Sequence[Any]) -> None:
+def check_problems_named(findings: Any, measured: Any, assigned: variants.Assigned | None = None) -> None:
     """findings names the problems the notebook's measurements back (checks.audit.check_findings), and those are the
-    problems planted in this term's variant; the trace counts measured are the loop's over the notebook's own
-    batches (batches, and one_size: as many batches of one size), as the answer key counts them."""
+    problems planted in the graded student's variant (graded.py: the gradebook's id, never the notebook's claim);
+    the trace counts measured are that variant's loop's over that student's batches and as many of one size
+    (handout.audit_data), as the answer key counts them."""
+    assigned = assigned or graded.assignment()
+    named = set(findings) if isinstance(findings, dict) else set()
+    # said first: another variant's findings are a classmate's audit, whatever the measurements say of them
+    other = [v for v, problems in answers.PLANTED.items() if v != assigned.variant and problems == named]
+    if other:
+        fail(f"findings names the problems of variant {other[0]}, but this notebook is graded against variant "
+             f"{assigned.variant}, the one {assigned.student!r} audits (each student's variant comes from their "
+             "student id, not from the notebook). Run the notebook again, top to bottom, as yourself: its setup "
+             "cell prints your variant.")
     audit.check_findings(findings, measured)
-    planted = answers.PLANTED[variant]
+    planted = answers.PLANTED[assigned.variant]
     missed, extra = sorted(planted - set(findings)), sorted(set(findings) - planted)
     if missed or extra:
         fail(f"findings names {len(set(findings) & planted)} of the problems the handed-out loop hides"
              + (f", and {len(extra)} it does not hide" if extra else "") + ": the measurements they rest on are not "
              "the handed-out loop's. Run the notebook's measuring cells again, top to bottom, with your count_traces "
              "and time_loop as the self-checks passed them.")
+    batches, lr0, one_size = handout.audit_data(assigned.variant, assigned.seed)
     for name, over in (("original_traces", batches), ("one_size_traces", one_size)):
-        expected = answers.original_traces(variant, over, lr0)
+        expected = answers.original_traces(assigned.variant, over, lr0)
         if measured[name] != expected:
-            fail(f"measured[{name!r}] is {measured[name]!r:.20}, but the handed-out loop traces its step {expected} "
-                 f"times over those {len(over)} batches: count them with count_traces, as the notebook's cell does.")
+            fail(f"measured[{name!r}] is {measured[name]!r:.20}, but the handed-out loop of variant "
+                 f"{assigned.variant} traces its step {expected} times over those {len(over)} batches: count them "
+                 "with count_traces, as the notebook's cell does.")
 
 
-def check_original_traces(count_traces: Callable[..., Any], variant: str, rng: np.random.Generator | None = None
-                          ) -> None:
+def check_original_traces(count_traces: Callable[..., Any], rng: np.random.Generator | None = None,
+                          variant: str | None = None) -> None:
     """count_traces on the grader's loops (handed_out.py: made anew from the grader's handout.py, never the
-    notebook's names) and data: the handed-out loop's traces as the answer key counts them, a loop with one trace
-    per shape counted as such, and the loops whose jit gets static_argnums and static_argnames counted with their
-    options kept."""
+    notebook's names) and data: the graded student's handed-out loop's traces (graded.py) as the answer key counts
+    them, a loop with one trace per shape counted as such, and the loops whose jit gets static_argnums and
+    static_argnames counted with their options kept, and a loop whose jax.numpy calls outside its step compile
+    counted by its traces alone."""
     rng = rng or np.random.default_rng()
+    variant = variant or graded.assignment().variant
     staged = [beside(count_traces, HandedOut(name)) for name in ("train_static_argnums", "train_static_argnames")]
-    audit.check_count_traces(count_traces, beside(count_traces, HandedOut("train_once")), staged, rng=rng)
+    audit.check_count_traces(count_traces, beside(count_traces, HandedOut("train_once")), staged, rng=rng,
+                             eager=beside(count_traces, HandedOut("train_eager_loss")))
     batches, lr0 = handout.data_for(variant, rng)
     original = beside(count_traces, HandedOut.loop_of(variant))
     audit.check_counted(count_traces, original, batches, lr0, answers.original_traces(variant, batches, lr0),
                         f"the handed-out loop over {len(batches)} batches")
 
 
-def _grader_counted(fixed_train, batches, lr0, poison=False):
-    """(what fixed_train returned, as float64 NumPy, and the traces the grader counted) with the grader's own jit
-    (loop_jit.LoopJit) handed to it as jit."""
-    jit = LoopJit(poison)
+def _grader_counted(fixed_train, batches, lr0):
+    """(what fixed_train returned, as float64 NumPy, and the grader's own jit (loop_jit.LoopJit) handed to it as
+    jit: the traces it counted, and how many of them computed a step)."""
+    jit = LoopJit()
     out = audit.as_result(fixed_train(audit.weights(), batches, lr0, jit=jit), "fixed_train with the grader's jit")
-    return out, jit.traces
+    return out, jit
 
 
 def _check_a_jax_fix(fixed_train, rng):
     """fixed_train, with the grader's jit on the grader's batches of several sizes: the handed-out loop's values,
-    from functions it made with that jit and traced once in all (counted by the grader), and computed by them: with
-    a jit whose functions return NaN, its weights or losses are NaN too."""
+    from functions it made with that jit and traced once in all (counted by the grader), which compute a step and
+    carry the weights (_check_carries_the_weights)."""
     batches, lr0, sizes = audit.ragged_data(rng)
     what = f"fixed_train over the grader's {len(batches)} batches of sizes {sizes}, with the grader's jit"
-    (w, losses), traces = _grader_counted(fixed_train, batches, lr0)
+    (w, losses), jit = _grader_counted(fixed_train, batches, lr0)
     audit.check_trains_like_reference(lambda *_: (w, losses), batches, lr0, what)
+    traces, functions = jit.traces, len(jit.functions)
     if traces != 1:
         fail(f"{what}: the grader counted {traces} traces of the functions it made with that jit; a fix traces once "
              "per loop" + (": make its step with jit(step), using the jit argument." if not traces else
+                           f": those are traces of {functions} functions it made with that jit. Make one function "
+                           "with it (the step, which computes the loss too, or the whole loop)." if functions > 1 else
                            ". Run the notebook's self-check of fixed_train: it says what changed between the traces."))
-    (w, losses), _ = _grader_counted(fixed_train, batches, lr0, poison=True)
-    if np.all(np.isfinite(w)) and np.all(np.isfinite(losses)):
-        fail(f"{what}, whose functions return NaN: fixed_train still returned finite weights and losses, so they do "
-             "not come from the functions it jitted. The fix must compute its steps with JAX, in the step it makes "
-             "with jit.")
+    if not jit.computing:
+        fail(f"{what}: the function it made with that jit computes no step of the loop in JAX: its program holds "
+             "no matrix product (nor a product summed), or hands values to Python to compute (jax.pure_callback, "
+             "io_callback), so the weights come from somewhere else (a jitted call beside NumPy or the handed-out "
+             "loop is no fix). The fix must compute each step's update with JAX, in the step it makes with jit.")
+    _check_carries_the_weights(fixed_train, batches, lr0, rng, what)
+
+
+def _check_carries_the_weights(fixed_train, batches, lr0, rng, what):
+    """fixed_train, given starting weights whose place the grader's jit gives to others inside its programs
+    (loop_jit.py's restart), ends where the handed-out loop ends from the others: its weights went from its argument
+    through the functions it jitted, step after step. Weights computed anywhere else end where the loop ends from
+    the weights it was given."""
+    given, instead = (rng.normal(size=handout.FEATURES).astype(np.float32) for _ in range(2))
+    jit = LoopJit(restart=(given.tolist(), instead.tolist()))
+    w, _ = audit.as_result(fixed_train(given.copy(), batches, lr0, jit=jit), "fixed_train with the grader's jit")
+
+    def ends_from(start):
+        return audit.agrees(w, handout.reference_train(start.astype(np.float64), batches, lr0)[0])
+
+    if ends_from(instead):
+        return
+    if ends_from(np.zeros_like(given)):
+        fail(f"{what}: fixed_train returned the weights the handed-out loop ends with from zeros, whatever weights it "
+             "was given: it must start from its argument w, as the handed-out loop does.")
+    how = ("the weights the handed-out loop ends with from the weights fixed_train was given, so no function it "
+           "made with that jit computed them (they came from NumPy or the handed-out loop, beside a jitted call)"
+           if ends_from(given) else
+           "weights that are not where the handed-out loop ends from either, so they did not go through its jitted "
+           "steps alone (an update outside the step it jitted?)")
+    fail(f"{what}, whose functions started from other weights than the ones fixed_train was given: fixed_train "
+         f"returned {how}. The fix must compute each step's weights in the step it makes with jit, from the "
+         "weights before it, and carry the weights that step returns to the next step.")
 
 
 def check_fixed_values(fixed_train: Callable[..., Any], rng: np.random.Generator | None = None) -> None:
@@ -113,7 +159,7 @@ def _timed(train, batches, lr0):
 
 def grader_speedup(fixed_train: Callable[..., Any], variant: str, rng: np.random.Generator) -> float:
     """How many times as fast the grader's clock finds fixed_train as the handed-out loop of variant (the grader's
-    own, made anew where fixed_train runs: handed_out.py): ROUNDS rounds, each on new data of this term's kind (the
+    own, made anew where fixed_train runs: handed_out.py): ROUNDS rounds, each on new data of that variant's kind (the
     fixed loop's values checked each round), each loop counted by its fastest round. check_speedup_measured's
     measurement (benchmarks/speedup_floor_under_load.py runs it on a busy machine)."""
     original_train = beside(fixed_train, HandedOut.loop_of(variant), called=True)
@@ -127,13 +173,14 @@ def grader_speedup(fixed_train: Callable[..., Any], variant: str, rng: np.random
     return min(grader_original) / min(grader_fixed)
 
 
-def check_speedup_measured(fixed_train: Callable[..., Any], speedup: Any, original_s: Any, fixed_s: Any, variant: str,
-                           rng: np.random.Generator | None = None) -> None:
+def check_speedup_measured(fixed_train: Callable[..., Any], speedup: Any, original_s: Any, fixed_s: Any,
+                           rng: np.random.Generator | None = None, variant: str | None = None) -> None:
     """The speed-up the notebook reports is its own timings' (checks.audit.check_speedup), and the grader, timing
-    both loops on new data of this term's kind, finds the fixed one at least SPEEDUP_MIN times as fast, with the
-    handed-out loop's values. The handed-out loop it times is its own, made anew where fixed_train runs
+    both loops on new data of the graded student's variant, finds the fixed one at least SPEEDUP_MIN times as fast,
+    with the handed-out loop's values. The handed-out loop it times is its own, made anew where fixed_train runs
     (handed_out.py): a loop the notebook rebinds or patches to be slow is not the one timed."""
     rng = rng or np.random.default_rng()
+    variant = variant or graded.assignment().variant
     audit.check_speedup(speedup, original_s, fixed_s)
     _check_a_jax_fix(fixed_train, rng)
     measured = grader_speedup(fixed_train, variant, rng)

@@ -6,14 +6,26 @@ kernel's stdin, and the grader's side counts the question (perfaudit/autograde/w
 checker, a test) it counts here. So "fixed_train traces once per loop" is the grader's own count, whatever the
 student's count_traces says.
 
-With `poison=True` every floating-point array the jitted functions return is NaN: a loop whose weights and losses
-come from what it jitted returns NaN, and one that computes them some other way (the NumPy reference, beside a token
-call of a jitted function) returns finite values. The kernel learns only that this jit poisons, which any call shows.
+With `restart=(given, instead)` the loop runs from other weights than it was given, in its jitted programs only: inside
+each program the grader's jit makes, the given weights (the ones the grader handed the loop: cast, reshaped, or
+packed into a longer array with other values, as a traced argument or a constant the function closes over) are
+`instead`. A fix whose steps carry the weights through the functions it jitted ends where the handed-out loop ends
+from `instead`; one whose weights come from anywhere else (the NumPy reference or the handed-out loop, beside a token
+call or sent through a jitted identity; NumPy updates that copy a jitted NaN) ends where the loop ends from `given`.
+The kernel can learn `instead`, though: the jit it is handed holds it in its closure, and a jitted function that
+returns the weights it was passed hands it back; a fix written against the grader can then train from it in NumPy
+(admitted in docs/grading-security.md).
+
+Each trace also says whether the function's program computes a step's arithmetic in JAX (a matrix product, or a
+product summed, and no call back into Python: computes_a_step), which a fix's step does however it takes its data.
 """
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+RESTART_TOLERANCE = 1e-5  # relative: the given weights as the loop passes them, cast (float32, float64) or reshaped
+RESTART_MAX_SIZE = 1 << 16  # arrays the given weights are looked for in, at most (a loop's stacked batches fit)
 
 
 class LoopJit:
@@ -21,32 +33,157 @@ class LoopJit:
 
     number: int | None
 
-    def __init__(self, poison: bool = False) -> None:
-        self.poison, self.traces, self.number = poison, 0, None
+    def __init__(self, restart: tuple[Sequence[float], Sequence[float]] | None = None) -> None:
+        self.restart, self.traces, self.computing, self.number = restart, 0, 0, None
+        self.functions: set[str] = set()  # which of the functions made with it traced, as the loop numbered them
+        self._jit: Callable[..., Callable[..., Any]] | None = None
 
-    def traced(self) -> None:
+    def traced(self, computes: bool, function: str = "0") -> None:
         self.traces += 1
+        self.computing += computes
+        self.functions.add(function[:8])
 
     def __call__(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
-        return make_loop_jit(self.traced, self.poison)(fn, **options)
+        if self._jit is None:  # one jit, which numbers the functions made with it
+            self._jit = make_loop_jit(self.traced, self.restart)
+        return self._jit(fn, **options)
 
 
-def make_loop_jit(traced: Callable[[], Any], poison: bool) -> Callable[..., Callable[..., Any]]:
-    """The jit, where the loop runs: jax.jit(fn, **options) whose body calls traced() at each trace (and makes its
-    floating-point results NaN when poison)."""
+def make_loop_jit(traced: Callable[[bool, str], Any],
+                  restart: tuple[Sequence[float], Sequence[float]] | None = None) -> Callable[..., Callable[..., Any]]:
+    """The jit, where the loop runs: jax.jit(fn, **options) whose body calls traced(whether fn computes a step, which
+    function made with this jit it is) at each trace (and, with restart, runs fn's program with the other weights in
+    place of the given ones)."""
     import jax  # where the loop runs only: the grader imports this module and never starts JAX for it
-    import jax.numpy as jnp
+    import numpy as np
 
-    def nan_if_float(value):
-        return value * jnp.nan if jnp.issubdtype(jnp.result_type(value), jnp.floating) else value
+    made: list[str] = []
 
     def jit(fn, **options):
+        function = str(len(made))
+        made.append(function)
+
         @functools.wraps(fn)  # jax.jit finds static_argnames in fn's signature
         def counted(*a, **k):
-            traced()
-            out = fn(*a, **k)
-            return jax.tree_util.tree_map(nan_if_float, out) if poison else out
+            program = Program(fn, a, k)
+            traced(program.computes_a_step(), function)
+            if restart is None:
+                return fn(*a, **k)
+            return program.run_restarted(*(np.asarray(v, np.float64).ravel() for v in restart))
 
         return jax.jit(counted, **options)
 
     return jit
+
+
+STEP_ARITHMETIC = {"dot_general", "conv_general_dilated"}  # a matrix product, however it is written (@, einsum, ...)
+HOST_CALLS = {"pure_callback", "io_callback"}  # values computed in Python, handed back to the program
+
+
+class Program:
+    """fn's program on these arguments (the traced ones abstract, static ones as given): traced once more, apart from
+    the jit's own trace, which stays fn's business."""
+
+    def __init__(self, fn: Callable[..., Any], a: tuple, k: dict) -> None:
+        import jax  # where the loop runs only, as make_loop_jit's
+
+        self.closed: Any = None  # fn's ClosedJaxpr, or None where fn's trace fails
+        self.fn, (self.leaves, self.tree) = fn, jax.tree_util.tree_flatten((a, k))
+        self.at = [i for i, leaf in enumerate(self.leaves) if isinstance(leaf, jax.core.Tracer)]
+        try:
+            self.closed, shape = jax.make_jaxpr(self._called, return_shape=True)(*(
+                jax.ShapeDtypeStruct(self.leaves[i].shape, self.leaves[i].dtype, weak_type=_weak(self.leaves[i]))
+                for i in self.at))  # a Python number stays weak: the program promotes types as fn's own trace does
+            self.out_tree = jax.tree_util.tree_structure(shape)
+        except Exception:  # noqa: BLE001 - fn's own trace reports what is wrong with it; this one only judges it
+            self.closed = None
+
+    def _called(self, *traced):
+        import jax  # where the loop runs only, as make_loop_jit's
+
+        filled = list(self.leaves)
+        for i, value in zip(self.at, traced):
+            filled[i] = value
+        a, k = jax.tree_util.tree_unflatten(self.tree, filled)
+        return self.fn(*a, **k)
+
+    def computes_a_step(self) -> bool:
+        """Whether the program computes a step's arithmetic: a matrix product, or a product that is summed, in it or in
+        any program it holds (scan, while, a nested jit, a branch), and hands nothing to Python to compute."""
+        if self.closed is None:
+            return False
+        names = _primitives(self.closed.jaxpr)
+        return not names & HOST_CALLS and (bool(names & STEP_ARITHMETIC) or {"mul", "reduce_sum"} <= names)
+
+    def run_restarted(self, given: Any, instead: Any) -> Any:
+        """The program's outputs, in the jit's trace, with `instead` wherever an argument or a constant it closes over
+        holds `given`."""
+        # where the loop runs only, as make_loop_jit's
+        import jax
+        import numpy as np
+
+        traced = [_restarted_traced(self.leaves[i], given, instead) for i in self.at]
+        if self.closed is None:
+            return self._called(*traced)
+        # a constant may be a tracer of an enclosing trace (the step made inside the student's own jitted function,
+        # closing over its values): restarted in the program as an argument is
+        consts = [_restarted_traced(c, given, instead) if isinstance(c, jax.core.Tracer)
+                  else _restarted_constant(np.asarray(c), given, instead) for c in self.closed.consts]
+        flat = jax.core.eval_jaxpr(self.closed.jaxpr, consts, *traced)
+        return jax.tree_util.tree_unflatten(self.out_tree, flat)
+
+
+def _weak(traced: Any) -> bool:
+    return bool(getattr(getattr(traced, "aval", None), "weak_type", False))
+
+
+def _restarted_traced(value, given, instead):
+    """value, in the program, with instead at the first place its flat values hold given (there is no branch of
+    Python: the values are not known while tracing)."""
+    # where the loop runs only, as make_loop_jit's
+    import jax
+    import jax.numpy as jnp
+
+    size = given.size
+    if not isinstance(value, jax.core.Tracer) or not jnp.issubdtype(value.dtype, jnp.floating) \
+            or not size <= value.size <= RESTART_MAX_SIZE:
+        return value
+    flat, was = value.ravel(), jnp.asarray(given, value.dtype)
+    places = jnp.arange(value.size - size + 1)[:, None] + jnp.arange(size)[None, :]
+    found = jnp.all(jnp.abs(flat[places] - was) <= RESTART_TOLERANCE * (1 + jnp.abs(was)), axis=1)
+    replaced = jax.lax.dynamic_update_slice(flat, jnp.asarray(instead, value.dtype), (jnp.argmax(found),))
+    return jnp.where(found.any(), replaced, flat).reshape(value.shape)
+
+
+def _restarted_constant(value, given, instead):
+    """A constant of the program (known: NumPy), with instead at the first place its flat values hold given."""
+    import numpy as np  # where the loop runs only, as make_loop_jit's
+
+    size = given.size
+    if not np.issubdtype(value.dtype, np.floating) or not size <= value.size <= RESTART_MAX_SIZE:
+        return value
+    flat = value.ravel()
+    windows = np.lib.stride_tricks.sliding_window_view(flat.astype(np.float64), size)
+    found = np.all(np.abs(windows - given) <= RESTART_TOLERANCE * (1 + np.abs(given)), axis=1)
+    if not found.any():
+        return value
+    start = int(np.argmax(found))
+    flat = flat.copy()
+    flat[start:start + size] = instead.astype(value.dtype)
+    return flat.reshape(value.shape)
+
+
+def _primitives(jaxpr: Any) -> set[str]:
+    """The names of the primitives in jaxpr and in every program it holds."""
+    names = set()
+    stack = [jaxpr]
+    while stack:
+        program = stack.pop()
+        for eqn in program.eqns:
+            names.add(eqn.primitive.name)
+            for param in eqn.params.values():
+                for inner in param if isinstance(param, (list, tuple)) else (param,):
+                    inner = getattr(inner, "jaxpr", inner)  # a ClosedJaxpr's program
+                    if hasattr(inner, "eqns"):
+                        stack.append(inner)
+    return names

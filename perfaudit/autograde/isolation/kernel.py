@@ -128,7 +128,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         return kc
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        env = sandbox.student_env()
+        env = sandbox.student_env()  # PERFAUDIT_STUDENT among them: graded.grading() set it for the student graded
         staged = self._host.staged
         if self._sandboxed:
             kernel_cmd, inside = self._sandbox_connection_file(kernel_cmd)

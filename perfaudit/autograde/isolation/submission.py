@@ -22,6 +22,10 @@ MAX_ENTRIES = 1000
 # Folders one in another: the course's submission nests two or three. os.walk recurses (Python 3.11), so a folder
 # nested near the interpreter's recursion limit (1000) would stop the grader with RecursionError, not refuse it.
 MAX_DEPTH = 64
+# A path within the submission: the graders copy it under folders of their own (a Dask worker's scratch space is
+# 130 characters deep), and a path the student's side takes (the kernel's 4096, PATH_MAX) would fail the grader's copy
+# there, which reads as the grader's own fault and stops grading for everyone.
+MAX_PATH_CHARS = 1024
 
 
 def kind(mode: int) -> str:
@@ -43,10 +47,14 @@ def ignored_by_autograde(path: str | Path, ignore: Sequence[str]) -> bool:
     """Whether plain `nbgrader autograde` leaves the entry at `path` out when it copies a submission's other files:
     nbgrader.utils.is_ignored, a glob of each pattern in the entry's folder. It ignores less than a match of the name
     (ignored): a name starting with '.' matches only a pattern that does (`.x.pyc` is copied), and under a folder
-    whose path holds glob characters (`a[1]/runs/`) nothing is ignored. Written here, as nbgrader writes it: importing
-    nbgrader takes seconds (course_ignore)."""
-    path = str(path)
-    return any(path in glob.glob(os.path.join(os.path.dirname(path), pattern)) for pattern in ignore)
+    whose path holds glob characters nothing is ignored unless each such part matches itself as a pattern (`*/x.pyc`
+    is left out, `a[1]/x.pyc` copied). Written here, as nbgrader writes it (importing nbgrader takes seconds:
+    course_ignore), but with the folder's own path escaped: globbed as a pattern, 26 folders named `*`, each beside a
+    link `a -> *`, expand to 2^26 paths, and the grader would not come back."""
+    folder = os.path.dirname(str(path))
+    if not all(fnmatch.fnmatchcase(part, part) for part in Path(folder).parts if glob.has_magic(part)):
+        return False  # nbgrader's glob of the folder as a pattern does not find the folder itself
+    return any(str(path) in glob.glob(os.path.join(glob.escape(folder), pattern)) for pattern in ignore)
 
 
 def left_out(path: str | Path, ignore: Sequence[str]) -> bool:
@@ -65,7 +73,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
     all the same (ignored_by_autograde) is counted and checked, since that copy follows links."""
     folder, found, total, count = Path(folder), [], 0, 0
     if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
-        return [(folder.name, f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
+        return [(".", f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
 
     def closed(error: OSError) -> None:  # a folder this account may not list (its student closed it)
         if isinstance(error, FileNotFoundError):
@@ -83,6 +91,12 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
+            if len(rel) > MAX_PATH_CHARS:
+                found.append((rel[:80] + "...", f"a path of {len(rel)} characters, over the {MAX_PATH_CHARS} a "
+                                                "submission's paths may have"))
+                if name in dirs:
+                    dirs.remove(name)
+                continue
             if left_out(path, ignore):
                 if name in dirs:
                     dirs.remove(name)

@@ -28,7 +28,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
-from perfaudit import paths
+from perfaudit import paths, variants
 from perfaudit.autograde.errors import GradingEnvironmentError, SolutionFailsItsTest
 from perfaudit.autograde.plugins import envrecord
 
@@ -102,6 +102,11 @@ def scores(nb: NotebookNode) -> tuple[float, float]:
     return earned, possible
 
 
+# Who the canary grades as: notebook 5 hands out a variant per student id (perfaudit/variants.py), and the
+# instructor's solution must pass in any; this id's variant is the one checked here.
+STUDENT = variants.INSTRUCTOR
+
+
 def _graded(path, config, pipeline):
     """The notebook at path, graded through the pipeline. The grader failing on the instructor's own notebook (a
     package it cannot import, say) is the environment's fault too: GradingEnvironmentError, never a traceback."""
@@ -110,7 +115,8 @@ def _graded(path, config, pipeline):
             for sibling in path.parent.glob("*.ipynb"):  # as a submission holds them: notebook 4 reads notebook 3
                 shutil.copy(sibling, folder)
             execute = pipeline(config=config, canary=False)
-            nb, _ = execute.preprocess(nbformat.read(path, as_version=4), {"metadata": {"path": folder}})
+            nb, _ = execute.preprocess(nbformat.read(path, as_version=4),
+                                       {"metadata": {"path": folder}, "nbgrader": {"student": STUDENT}})
     except Exception as error:  # noqa: BLE001 - whatever it is, it is not a student's doing
         if disk_full(error):  # said as such by the graders: exit 3, "the disk is full"
             raise

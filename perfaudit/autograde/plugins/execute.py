@@ -36,6 +36,7 @@ from traitlets import Bool, Enum, Integer
 from traitlets.config import Config
 import zmq
 
+from perfaudit.autograde import graded
 from perfaudit.autograde.evidence import made_up
 from perfaudit.autograde.isolation import kernel_fate, sandbox
 from perfaudit.autograde.isolation.kernel import SandboxedKernelManager
@@ -44,6 +45,7 @@ from perfaudit.autograde.isolation import submission
 from perfaudit.autograde.plugins import canary, verdicts
 from perfaudit.autograde.wire import protocol
 from perfaudit.autograde.wire.channel import KernelChannel, KernelGone
+from perfaudit.longcells import LONG_CELL_TIMEOUT_S, LONG_RUNNING
 from perfaudit.notebooks import nbgrader_meta
 
 if TYPE_CHECKING:
@@ -96,6 +98,12 @@ LANGUAGE_INFO_KEYS = ("name", "version", "mimetype", "file_extension", "pygments
 LANGUAGE_INFO_CHARS = 100
 
 
+def _tagged(cells: list[NotebookNode], tag: str) -> set[str]:
+    """The grade ids of the instructor's cells that carry `tag`."""
+    found = {nbgrader_meta(cell).get("grade_id") for cell in cells if tag in cell.get("metadata", {}).get("tags", [])}
+    return found - {None}
+
+
 def kept_language_info(found: Any) -> NotebookNode:
     """The kernel's language_info as the graded notebook keeps it: the known keys with short text values only."""
     found = found if isinstance(found, dict) else {}
@@ -115,6 +123,7 @@ class Notebook:
     instructor: dict[str, str] | None  # {grade id: source} of the gradebook's cells; None outside autograde
     contract: verdicts.Contract
     demonstrations: set[str]  # grade ids of the read-and-run cells the instructor tagged: not run while grading
+    long_running: set[str]  # grade ids of the cells the instructor tagged as measuring for long
 
 
 @dataclass
@@ -156,6 +165,12 @@ class TrustedExecute(Execute):
         help="How the kernel is stopped after the notebook's last cell: killed at once, or asked to exit first.",
     ).tag(config=True)
 
+    long_cell_timeout = Integer(
+        LONG_CELL_TIMEOUT_S,
+        help="Seconds for a cell the instructor tagged long-running in source/ (in place of Execute.timeout): "
+        "notebook 5's timings of loops that retrace at every step take several times a plain cell's on a busy grader."
+    ).tag(config=True)
+
     canary = Bool(
         True, help="Before the first student's copy of a notebook in this process, grade the instructor's solution "
         "and the release through this pipeline; a broken environment stops grading "
@@ -189,22 +204,27 @@ class TrustedExecute(Execute):
         self._notebook = Notebook(
             name=name, instructor=instructor_cells(resources, CourseDirectory(config=self.config).course_id),
             contract=verdicts.Contract(instructors.cells),
-            demonstrations={nbgrader_meta(cell).get("grade_id") for cell in instructors.cells
-                            if DEMONSTRATION in cell.get("metadata", {}).get("tags", [])} - {None})
+            demonstrations=_tagged(instructors.cells, DEMONSTRATION),
+            long_running=_tagged(instructors.cells, LONG_RUNNING))
         if self.canary and name and os.environ.get(canary.SKIP) != "1":
             said = canary.check_once_per_process(name, self.config, TrustedExecute)
             if said:
                 self.log.info(said)
         submitted = copy.deepcopy(nb)
         runs = 1
-        nb, resources = self._run_once(nb, resources, km)
-        while kernel_fate.run_once_more(self.run.ending, runs):
-            ending = self.run.ending
-            assert ending is not None  # run_once_more says so
-            self.log.warning("%s: the kernel %s (%s); grading the notebook once more",
-                             (resources or {}).get("nbgrader", {}).get("student"), ending.fate.value, ending.why)
-            runs += 1
-            nb, resources = self._run_once(copy.deepcopy(submitted), resources, km)
+        # The tests check notebook 5 against the variant of the student nbgrader grades, never the notebook's claim
+        student = (resources or {}).get("nbgrader", {}).get("student")
+        coursedir = CourseDirectory(config=self.config)
+        submitted_dir = Path(coursedir.root) / coursedir.submitted_directory
+        with graded.grading(graded.variant_id(student, submitted_dir) if student else None):
+            nb, resources = self._run_once(nb, resources, km)
+            while kernel_fate.run_once_more(self.run.ending, runs):
+                ending = self.run.ending
+                assert ending is not None  # run_once_more says so
+                self.log.warning("%s: the kernel %s (%s); grading the notebook once more",
+                                 (resources or {}).get("nbgrader", {}).get("student"), ending.fate.value, ending.why)
+                runs += 1
+                nb, resources = self._run_once(copy.deepcopy(submitted), resources, km)
         # Whether a failure before any student code is the environment's is judged after the last kernel is gone:
         # nothing the submission started can then weigh on the judgement.
         if self.run.suspect is not None:
@@ -242,6 +262,13 @@ class TrustedExecute(Execute):
             if raw:  # escaped and capped: never the kernel's bytes as such
                 self.log.debug("the kernel's raw output: %s", raw.text())
         return nb, resources
+
+    def _is_long_running(self, cell):
+        """Whether the cell is one the instructor tagged long-running, unchanged (a submission's own tags count for
+        nothing)."""
+        notebook = self._notebook
+        return (notebook is not None and nbgrader_meta(cell).get("grade_id") in notebook.long_running
+                and self._is_instructors(cell))
 
     def _is_instructors(self, cell):
         """Whether the cell is the instructor's, as the gradebook holds it (always so outside autograde)."""
@@ -287,6 +314,8 @@ class TrustedExecute(Execute):
     def _cell_timeout(self, cell: NotebookNode) -> int:
         """nbclient's timeout_func: the cell's own limit, cut to the time the notebook has left (at least 1 s)."""
         per_cell = self._per_cell_timeout(cell) if self._per_cell_timeout is not None else self.timeout
+        if self._is_long_running(cell) and per_cell and per_cell > 0:
+            per_cell = max(per_cell, self.long_cell_timeout)
         left = max(1, int(self.run.deadline - time.monotonic() + 0.999))
         return left if not per_cell or per_cell < 0 else min(per_cell, left)
 

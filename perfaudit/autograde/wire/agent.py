@@ -95,8 +95,9 @@ def _decode(value, dirs):
             from perfaudit.autograde.evidence.loop_jit import make_loop_jit
 
             ask = get_ipython().kernel.raw_input
-            return make_loop_jit(lambda: ask(protocol.prompt(asks.ASK_TRACED, value["id"])),
-                                 bool(value.get("poison")))
+            return make_loop_jit(lambda computes, function: ask(protocol.prompt(asks.ASK_TRACED, value["id"],
+                                                                                 int(computes), function)),
+                                 value.get("restart"))
         if tag == protocol.HANDOUT:
             # the grader's handout.py run here only when the grader hands in a loop of it: see _user_namespace
             from perfaudit.autograde.evidence.handed_out import made_from

@@ -208,12 +208,13 @@ class KernelChannel:
         """The student's code waits on a result whose readiness the grader controls: wait, then release it."""
         received = time.perf_counter()
         text = str(msg.get("content", {}).get("prompt", ""))[:protocol.MAX_PROMPT_CHARS]
-        word, number, _ = protocol.read_prompt(text)
+        word, number, details = protocol.read_prompt(text)
         slow = self.exchange.slow.get(number)  # type: ignore[arg-type]  # no number: no instrument
         answer = ""
         if isinstance(slow, LoopJit):
             if word == asks.ASK_TRACED:
-                slow.traced()
+                # whether the traced function computes a step, and which function made with the jit it is
+                slow.traced(details[:1] == ["1"], details[1] if len(details) > 1 else "0")
         elif isinstance(slow, GraderJit):
             answer = slow.answer(text, received)
         elif slow is not None and word == asks.ASK_CALL:
@@ -275,7 +276,7 @@ class Exchange:
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value
                 value.number = number
-                return {protocol.TAG: protocol.LOOPJIT, "id": number, "poison": value.poison}
+                return {protocol.TAG: protocol.LOOPJIT, "id": number, "restart": value.restart}
             if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value

@@ -12,7 +12,7 @@ object the kernel keeps, by number), path S (a folder or file as its regular fil
 {relative name: base64}}); from the grader only: dirarg (a folder of the grader's, as S's "files"), slow and slowjit
 (the grader's instruments, which ask back on the kernel's stdin: "<prompt word> <number> ..."; a slowjit with
 "new_workload" is that jit of a new tanh(x @ x)), freshjit {"fn": V} (a new jax.jit of a function, made there),
-loopjit {"id", "poison"} (a jit for a training loop whose traces the grader counts: loop_jit.py), handout {"name",
+loopjit {"id", "restart"} (a jit for a training loop whose traces the grader counts: loop_jit.py), handout {"name",
 "source"} (a function of the grader's handout.py, made anew there: handed_out.py). A call's function is a reference
 ("ref") or one of these values ("fn"): the grader calls the handed-out loop it made without the student's namespace.
 The kernel runs in the student's process, so the grader checks everything it decodes against the limits below, all

@@ -43,4 +43,5 @@ def test_a_handed_out_loop_slowed_in_the_process_does_not_make_a_slow_fix_fast(m
     monkeypatch.setitem(handout._TRAIN, "B", slowed)
     monkeypatch.setattr(handout, "train_b", slowed)
     with pytest.raises(AssertionError, match="timed by the grader on new batches"):
-        hidden.check_speedup_measured(slower_than_the_handed_out_loop_when_timed, 5.0, [5.0] * 3, [1.0] * 3, "B")
+        hidden.check_speedup_measured(slower_than_the_handed_out_loop_when_timed, 5.0, [5.0] * 3, [1.0] * 3,
+                                      variant="B")

@@ -1,7 +1,8 @@
 """The grader's jit for a training loop (perfaudit/autograde/evidence/loop_jit.py), in one process: it counts every
-trace of the functions it makes, with the options each was given, and, poisoned, makes their floating-point results
-NaN."""
+trace of the functions it makes, with the options each was given, and, restarted, gives its programs other weights in
+place of the ones the loop was given."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -20,7 +21,58 @@ def test_each_trace_is_counted_with_the_loop_s_options_kept():
     assert jit.traces == 3  # one per (shape, stage); the repeat reuses its trace
 
 
-def test_poisoned_floats_are_nan_and_integers_kept():
-    x, ints = LoopJit(poison=True)(_step, static_argnums=2)(np.ones(3, np.float32), 2, 1)
-    assert np.isnan(np.asarray(x)).all()
-    assert np.asarray(ints).tolist() == [2, 3, 4]
+def test_restarted_programs_take_the_other_weights_wherever_the_given_ones_are_passed_in():
+    given, instead = np.arange(1.0, 4.0), np.arange(10.0, 13.0)
+    jit = LoopJit(restart=(given.tolist(), instead.tolist()))
+    twice = jit(lambda w, k: (w * k, w.sum()), static_argnums=1)
+    doubled, total = twice(np.float32(given), 2)
+    assert np.asarray(doubled).tolist() == [20.0, 22.0, 24.0] and float(total) == 33.0
+    column = twice(given.reshape(3, 1), 1)[0]  # reshaped and float64 in, as a loop may pass them: still the weights
+    assert np.asarray(column).ravel().tolist() == instead.tolist()
+    for other in (given + 0.5, given[:2], np.int32([1, 2, 3])):  # other values, sizes and kinds pass as they are
+        assert np.asarray(twice(other, 1)[0]).tolist() == np.asarray(other).tolist()
+    compiled = jit(lambda w: w + 1).lower(np.float32(given)).compile()  # ahead of time: the same program
+    assert np.asarray(compiled(np.float32(given))).tolist() == (instead + 1).tolist()
+    packed = jit(lambda state: state * 1)(np.float32([7.0, *given, 8.0]))  # packed with other values
+    assert np.asarray(packed).tolist() == [7.0, *instead, 8.0]
+    closed_over = np.float32(given)
+    assert np.asarray(jit(lambda k: closed_over * k)(np.float32(2))).tolist() == (2 * instead).tolist()
+
+
+def test_each_trace_says_whether_its_program_computes_a_step():
+    jit = LoopJit()
+    x = np.ones((4, 3), np.float32)
+    jit(lambda x, w: x @ w)(x, np.ones(3, np.float32))  # a matrix product
+    jit(lambda x, w: (x * w).sum(1))(x, np.ones(3, np.float32))  # a product summed
+    jit(lambda x: jnp.cumsum(jnp.stack([x, x]), 0)[-1] @ jnp.ones(3))(x)  # inside another primitive's program
+    assert (jit.traces, jit.computing) == (3, 3)
+    jit(lambda x: x + 0.0)(x)  # an identity, a token
+    jit(lambda x, stage: x * stage, static_argnames="stage")(x, stage=2)  # a product never summed
+    def on_the_host(x, w):  # the product in the program, the step's values from NumPy
+        return jax.pure_callback(lambda x, w: np.float32(x @ w), jax.ShapeDtypeStruct((4,), jnp.float32), x, w) + x @ w
+
+    jit(on_the_host)(x, np.ones(3, np.float32))
+    assert (jit.traces, jit.computing) == (6, 3)  # a product beside a call back into Python computes no step in JAX
+
+
+def test_a_restarted_program_promotes_types_as_the_function_s_own_trace_does():
+    """With 64-bit types on, a Python float is a weak float64: float32 weights times it stay float32 in the student's
+    program, and must in the restarted one too (a float64 result would be a new shape of the cache key, a retrace)."""
+    with jax.enable_x64(True):
+        given = np.arange(1.0, 4.0)
+        jit = LoopJit(restart=(given.tolist(), (given + 1).tolist()))
+        out = jit(lambda w, lr: w * lr)(np.float32(given), 0.5)
+        assert out.dtype == np.float32 and np.asarray(out).tolist() == ((given + 1) * 0.5).tolist()
+
+
+def test_a_program_made_inside_the_student_s_own_jit_closing_over_its_values_is_restarted():
+    """The step made with the grader's jit inside the student's own jax.jit, closing over that trace's values: its
+    constants are tracers of the enclosing trace, neither read as NumPy (an error) nor left as they are."""
+    given = np.arange(1.0, 4.0)
+    jit = LoopJit(restart=(given.tolist(), (given + 1).tolist()))
+
+    @jax.jit
+    def outer(w):
+        return jit(lambda: w * 2)()
+
+    assert np.asarray(outer(np.float32(given))).tolist() == ((given + 1) * 2).tolist()

@@ -253,3 +253,50 @@ def test_a_folder_that_is_not_there_holds_nothing_to_refuse(tmp_path):
     """What the grader cannot open is refused (tests/serve/test_service.py, as an ordinary account); a folder that
     is gone, or never was, is not a folder it may not open."""
     assert submission.problems(tmp_path / "absent") == []
+
+
+def _stars(folder, depth):
+    """depth folders named '*', one in another, each beside a link 'a' to it, and x.pyc at the bottom: globbed as a
+    pattern, the folder's path matches 2**depth paths."""
+    for _ in range(depth):
+        (folder / "*").mkdir()
+        os.symlink("*", folder / "a")
+        folder = folder / "*"
+    (folder / "x.pyc").write_text("ignored")
+    return folder / "x.pyc"
+
+
+def test_a_folder_named_like_a_pattern_is_ignored_as_nbgrader_ignores_it(tmp_path):
+    from nbgrader.utils import is_ignored
+
+    folder = _folder(tmp_path)
+    _stars(folder, 3)
+    for ignore in (COURSE_IGNORE, ["*"], ["[*]"]):
+        entries = [str(path) for path in folder.rglob("*")]
+        assert [p for p in entries if submission.ignored_by_autograde(p, ignore) != is_ignored(p, ignore)] == []
+
+
+def test_folders_named_like_patterns_do_not_hold_the_grader(tmp_path):
+    """A hand-made submission in the hub's exchange held the grading service for hours: nbgrader's way of globbing
+    the folder's path as a pattern. Checked in a process of its own, so that the test ends either way."""
+    folder = _folder(tmp_path)
+    bottom = _stars(folder, 26)
+    script = ("from perfaudit.autograde.isolation import submission; "
+              f"print(submission.left_out({str(bottom)!r}, ['*.pyc']), "
+              f"len(submission.problems({str(folder)!r}, ['*.pyc'])))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "26"], done.stderr  # the x.pyc left out; each link refused
+
+
+def test_a_path_longer_than_the_graders_can_copy_is_refused(tmp_path):
+    """Fifteen folders of 250 characters: a path the exchange holds, which a grader's copy under its own longer
+    folder could not write (the service read that as its own fault and stopped grading for everyone)."""
+    folder = _folder(tmp_path)
+    deep = folder
+    for n in range(15):
+        deep = deep / (str(n) * 250)[:250]
+    os.makedirs(deep)
+    (deep / "notes.txt").write_text("x")
+    found = submission.problems(folder)
+    assert len(found) == 1 and f"over the {submission.MAX_PATH_CHARS} a submission's paths may have" in found[0][1]
+    assert found[0][0].startswith("0" * 80)

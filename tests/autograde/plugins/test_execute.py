@@ -15,7 +15,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import memory
-from perfaudit.autograde.plugins.execute import NOT_RUN, OUTPUT_DROPPED, Run, TrustedExecute
+from perfaudit.autograde.plugins.execute import (LONG_RUNNING, NOT_RUN, OUTPUT_DROPPED, Notebook, Run,
+                                                 TrustedExecute)
 from perfaudit.fixtures import samples
 from perfaudit.instructor import course
 
@@ -52,6 +53,22 @@ def test_a_cell_s_time_is_its_own_limit_cut_to_what_the_notebook_has_left():
     assert timeout_in(TrustedExecute(timeout=None), 100) == 100  # no per-cell limit: the notebook's
     assert timeout_in(TrustedExecute(timeout=30, timeout_func=lambda c: 7), 100) == 7
     assert timeout_in(TrustedExecute(timeout=30), -5) == 1  # at least a second: the cell is stopped, not skipped
+
+
+def test_a_cell_the_instructor_tagged_long_running_gets_the_long_limit_and_a_student_s_tag_nothing():
+    """The long limit goes by the instructor's cells (notebook 5's timings): a tagged cell of source/, unchanged, gets
+    long_cell_timeout; the same grade id changed by the student, or a student's cell tagged so, gets Execute.timeout."""
+    measuring = new_code_cell("measure()", metadata={"nbgrader": {"grade_id": "measure_speedup"}})
+    execute = TrustedExecute(timeout=30, long_cell_timeout=120)
+    execute._notebook = Notebook(name="05-audit", instructor={"measure_speedup": "measure()"},
+                                 contract=None, demonstrations=set(), long_running={"measure_speedup"})
+    execute._run = Run(deadline=time.monotonic() + 600, submission=None, scratch="")
+    assert execute._cell_timeout(measuring) == 120
+    assert execute._cell_timeout(new_code_cell("measure(); spin()", metadata=measuring.metadata)) == 30
+    forged = new_code_cell("spin()", metadata={"nbgrader": {"grade_id": "mine"}, "tags": [LONG_RUNNING]})
+    assert execute._cell_timeout(forged) == 30
+    execute._run = Run(deadline=time.monotonic() + 50, submission=None, scratch="")
+    assert execute._cell_timeout(measuring) == 50  # still cut to what the notebook has left
 
 
 def test_errors_and_display_updates_count_toward_the_output_limit_each_copy_it_makes(tmp_path):

@@ -93,15 +93,15 @@ def test_the_grader_s_loop_jit_reports_each_trace_on_stdin_and_keeps_the_loop_s_
 
     namespace["train"] = train
     ref = ask({"op": protocol.LOOKUP, "name": "train"})["value"]
-    for poison, expected in ((False, [3.0, 3.0, 6.0]), (True, None)):
+    for restart, expected in ((None, [3.0, 3.0, 6.0]), ([[1.0] * 3, [2.0] * 3], [6.0, 6.0, 12.0])):
         asked.clear()
-        jit = {"$": protocol.LOOPJIT, "id": 7, "poison": poison}
+        jit = {"$": protocol.LOOPJIT, "id": 7, "restart": restart}
         sizes = {"$": protocol.LIST, "v": [{"$": protocol.LIST, "v": pair} for pair in ([3, 1], [3, 1], [3, 2])]}
         reply = ask({"op": protocol.CALL, "ref": ref["id"], "args": [sizes, jit], "kwargs": {}})
         assert reply["ok"], reply
-        assert asked == ["perfaudit-traced 7"] * 2  # (3, stage 1) and (3, stage 2): the repeat is cached
-        values = reply["value"]["v"]
-        assert values == expected if expected else all(v != v for v in values)  # NaN where poisoned
+        # (3, stage 1) and (3, stage 2): the repeat is cached; "0": x * stage is no step's arithmetic (never summed)
+        assert asked == ["perfaudit-traced 7 0 0"] * 2  # and "0": the first function made with the jit
+        assert reply["value"]["v"] == expected  # restarted: the ones the loop was given are twos in the program
 
 
 def test_a_handed_out_loop_is_made_from_the_grader_s_file_not_the_kernel_s_module(namespace, monkeypatch, tmp_path):
