@@ -178,26 +178,13 @@ def train_once(w, batches, lr0, jit=None):
 
 
 def train_eager_loss(w, batches, lr0, jit=None):
-    """The same loop with each step's loss computed outside the jitted step, in jax.numpy, after JAX's caches are
-    cleared (as in a fresh process): one trace per batch shape, but each of those jnp calls compiles a program of
-    its own at each new shape too. So a counter of what JAX compiles counts more than the loop's traces."""
-    # JAX when the loop runs, as in the handed-out loops
-    import jax
-    import jax.numpy as jnp
+    """Variant A's loop after JAX's caches are cleared (as in a fresh process): one trace per batch shape, but its
+    loss, computed outside the jitted step in jax.numpy (err ** 2, jnp.mean), compiles programs of its own at each new
+    shape too. So a counter of what JAX compiles counts more than the loop's traces."""
+    import jax  # JAX when the loop runs, as in the handed-out loops
 
-    jit = jit or jax.jit
-    jax.clear_caches()  # the jnp calls below compile here, whatever shapes ran before
-
-    def step(w, x, y, lr):
-        err = x @ w - y
-        return w - lr * x.T @ err / x.shape[0], err
-
-    step = jit(step)
-    losses = []
-    for i, (x, y) in enumerate(batches):
-        w, err = step(w, x, y, learning_rate(lr0, i))
-        losses.append(jnp.mean(jnp.square(err)))
-    return w, losses
+    jax.clear_caches()  # the jnp calls of train_a compile here, whatever shapes ran before
+    return train_a(w, batches, lr0, jit)
 
 
 # --- loops whose jit gets options: a trace counter must hand jax.jit the options the loop gives it --------------

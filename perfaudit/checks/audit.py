@@ -182,7 +182,7 @@ CALLS_COUNTED = ("the number of steps, one call of the step each: a counter outs
 
 
 COMPILES_COUNTED = ("more than its traces: a count of what JAX compiled? This loop's jax.numpy calls outside its "
-                    "jitted step (jnp.square, jnp.mean) compile programs of their own too, but only the step traces. "
+                    "jitted step (err ** 2, jnp.mean) compile programs of their own too, but only the step traces. "
                     "Count in the function jax.jit traces: JAX runs its Python once per trace")
 
 
