@@ -8,10 +8,12 @@ system has none (a kernel built without them, tmpfs before Linux 6.6), the hub's
 under the exchange (each inode once, no link followed), and the files on the exchange's file system that have no
 name left and that their processes hold, by any descriptor (read-only included) or any mapping (mmap outlives its
 descriptor): a file removed while held still fills the disk, and counts for each student holding it. While a
-student is over their share it stops each of that student's processes that can add there or keeps such bytes on
-disk (a file open for writing or mapped shared, a file without a name held in any way); never their server (the
-process the hub itself started: perfaudit/hub/servers.py), never another account's, and nothing they wrote is
-changed. What one student can write past their share is what their writers write in one look's interval.
+student is over their share it stops every process of that student but their server (the process the hub itself
+started: perfaudit/hub/servers.py): not only those that hold a file there, since a loop in a terminal starts a new
+short-lived writer each time one is stopped, and a process that only makes names (empty files, folders) holds
+nothing there. Never another account's, and nothing they wrote is changed: their instructor removes it (the note
+says so), or they do, under the share again, from a terminal. What one student can write past their share is what
+their processes write in one look's interval.
 """
 
 import os
@@ -104,7 +106,6 @@ class Held(NamedTuple):
 
     bytes: int  # on disk
     unlinked: bool  # no name left: the walk cannot see it, and only those holding it keep it on disk
-    adding: bool  # open for writing, or mapped shared (what is written there reaches the file): it can grow
 
 
 def held_files(process: psutil.Process, device: int) -> dict[tuple[int, int], Held]:
@@ -113,35 +114,20 @@ def held_files(process: psutil.Process, device: int) -> dict[tuple[int, int], He
     as /proc/<pid>/fd does, whatever became of its name; a mapping outlives the descriptor it was made from)."""
     held: dict[tuple[int, int], Held] = {}
     proc = f"/proc/{process.pid}"
-
-    def add(path: str, adding: bool) -> None:
-        try:
-            info = os.stat(path)
-        except OSError:
-            return  # closed, unmapped or gone since it was listed
-        if info.st_dev != device or not stat.S_ISREG(info.st_mode):
-            return
-        key = (info.st_dev, info.st_ino)
-        adding = adding or (key in held and held[key].adding)
-        held[key] = Held(info.st_blocks * BLOCK, info.st_nlink == 0, adding)
-
     try:
-        numbers = os.listdir(f"{proc}/fd")
-        with open(f"{proc}/maps") as maps:
-            mapped = [line.split(maxsplit=5) for line in maps]
+        links = [f"{proc}/fd/{number}" for number in os.listdir(f"{proc}/fd")]
+        with open(f"{proc}/maps") as maps:  # address perms offset device inode [path]; inode 0: no file behind it
+            links += [map_file(proc, fields[0]) for fields in (line.split(maxsplit=5) for line in maps)
+                      if len(fields) >= 5 and fields[4] != "0"]
     except OSError:
         return held  # gone, or a zombie
-    for number in numbers:
+    for link in links:
         try:
-            with open(f"{proc}/fdinfo/{number}") as fdinfo:
-                flags = int(next(line for line in fdinfo if line.startswith("flags:")).split()[1], 8)
-        except (OSError, StopIteration, ValueError):
-            continue
-        add(f"{proc}/fd/{number}", flags & os.O_ACCMODE != os.O_RDONLY)
-    for fields in mapped:  # address perms offset device inode [path]; inode 0: no file behind it
-        if len(fields) >= 5 and fields[4] != "0":
-            # shared, even read-only: mprotect may make it writable again while the file was opened for writing
-            add(map_file(proc, fields[0]), fields[1][3:4] == "s")
+            info = os.stat(link)
+        except OSError:
+            continue  # closed, unmapped or gone since it was listed
+        if info.st_dev == device and stat.S_ISREG(info.st_mode):
+            held[(info.st_dev, info.st_ino)] = Held(info.st_blocks * BLOCK, info.st_nlink == 0)
     return held
 
 
@@ -154,9 +140,8 @@ def map_file(proc: str, span: str) -> str:
 
 def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
             tell: Callable[[str, str], None] | None = None) -> list[str]:
-    """Stop, for each account whose bytes in the exchange are over share, every process of it but its server that
-    can add there or holds a file there without a name (Held). Returns what was done, one line each; tell(account,
-    what they read) for each stop."""
+    """Stop, for each account whose bytes in the exchange are over share, every process of it but its server.
+    Returns what was done, one line each; tell(account, what they read) for each stop."""
     try:
         device = os.lstat(exchange).st_dev
     except FileNotFoundError:
@@ -170,32 +155,32 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
         except KeyError:
             continue
         theirs = [p for p in psutil.process_iter(["uids", "cmdline"]) if p.info["uids"] and p.info["uids"].real == uid]
-        holding = {process: held_files(process, device) for process in theirs}
         blocks = {**owned.get(uid, {})}
-        for held in holding.values():  # a file without a name: its holder's, each inode once
+        for process in theirs:  # a file without a name: its holder's, each inode once
+            held = held_files(process, device)
             blocks.update({key: file.bytes for key, file in held.items() if file.unlinked and key not in walked})
         total = sum(blocks.values())
         if total <= share:
             continue
-        for process, held in holding.items():
-            command = " ".join(process.info["cmdline"] or [])
-            if not any(file.adding or file.unlinked for file in held.values()) or hub.started(process):
+        held_there = ("has folders there nested too deep to be read" if total >= UNREADABLE else
+                      f"has {total // 2**20} MB there")
+        for process in theirs:
+            if hub.started(process):
                 continue
+            command = " ".join(process.info["cmdline"] or [])
             try:
                 process.kill()
             except psutil.NoSuchProcess:
                 continue
-            held_there = ("has folders there nested too deep to be read" if total >= UNREADABLE else
-                          f"has {total // 2**20} MB there")
-            said.append(f"stopped {account}'s process {process.pid} ({command[:80]}), writing in the exchange or "
-                        f"holding files there: {account} {held_there}, over the {share // 2**20} MB each student "
-                        "may have; what they wrote is left as it is")
+            said.append(f"stopped {account}'s process {process.pid} ({command[:80]}): {account} {held_there}, over "
+                        f"the {share // 2**20} MB each student may have, and every process of theirs but their "
+                        "server is stopped while they are; what they wrote is left as it is")
             if tell:
                 yours = ("you have folders there nested too deep to be read" if total >= UNREADABLE else
                          f"you have {total // 2**20} MB there")
-                tell(account, f"your process {process.pid} ({command[:80]}) was stopped, writing in the exchange or "
-                     f"holding files there: {yours}, over the {share // 2**20} MB each student may have. Remove "
-                     "what you do not need of yours there (a copy made into inbound/ from a terminal, a file a "
-                     "process of yours still holds) and submit from the Assignment List; your submissions are left "
-                     "as they are.")
+                tell(account, f"your process {process.pid} ({command[:80]}) was stopped: {yours} in the exchange, "
+                     f"over the {share // 2**20} MB each student may have, and while you are over it every program "
+                     "you start (kernels, terminals) is stopped. Ask your instructor to remove what you put there "
+                     "(a copy made into inbound/ from a terminal, a file a process of yours still held); your "
+                     "submissions are left as they are.")
     return said

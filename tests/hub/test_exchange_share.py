@@ -183,12 +183,54 @@ def test_bytes_kept_on_disk_without_a_name_or_a_writer_count_and_their_holder_is
         assert len(said) == 1 and said[0].startswith(f"stopped {greedy}'s process "), said
         assert "has 24 MB there, over the 16 MB" in said[0], said
         assert len(told) == 1 and told[0][0] == greedy, told
-        assert "you have 24 MB there, over the 16 MB each student may have. Remove what you do not" in told[0][1]
+        assert ("you have 24 MB there in the exchange, over the 16 MB each student may have, and while you are over "
+                "it every program you start (kernels, terminals) is stopped. Ask your instructor") in told[0][1]
         assert holder.wait(timeout=30) == 128 + 9, "the holder of bytes past the share goes on"
         assert theirs.poll() is None, "a classmate under their share was stopped"
         assert before - free_bytes(small_exchange) < 8 * MB, "the held bytes are still on disk"
     finally:
         for process in (holder, theirs):
+            process.kill()
+            process.wait()
+
+
+# A student's terminal: a loop that starts a short-lived writer again as soon as one ends (or is stopped), and a
+# process that makes names alone (empty files: an inode each), holding nothing in the exchange once made.
+LOOP = ["bash", "-c", 'while :; do head -c 1M /dev/zero >> "$0"; sleep 0.01; done']
+NAMES = """import os, sys, time
+folder = sys.argv[1]
+os.mkdir(folder)
+for n in range(5000):
+    open(os.path.join(folder, str(n)), "w").close()
+print("made", flush=True)
+time.sleep(120)
+"""
+
+
+def test_over_the_share_a_loop_of_short_writers_and_a_maker_of_names_are_stopped_a_classmate_is_not(
+        small_exchange, two_students, hub):
+    """Stopping only the process that holds a file there let a terminal's loop start a new writer each time (6.3 GB
+    past a 1 GB share in 40 s), and a process that made names and held nothing was never stopped. Over the share,
+    every process of the student but their server is stopped; the classmate's process is left alone."""
+    greedy, classmate = two_students
+    folder = small_exchange / INBOUND
+    loop = subprocess.Popen(["runuser", "-u", greedy, "--", *LOOP, str(folder / f"{greedy}+fill")], cwd="/")
+    names = subprocess.Popen(["runuser", "-u", greedy, "--", PYTHON, "-c", NAMES, str(folder / f"{greedy}+names")],
+                             cwd="/", stdout=subprocess.PIPE, text=True)
+    theirs = hold_as(classmate, folder / f"{classmate}+performance-audit+work", "named", 4 * MB)
+    try:
+        assert names.stdout.readline().strip() == "made"
+        said, deadline = [], time.monotonic() + 60
+        while (loop.poll() is None or names.poll() is None) and time.monotonic() < deadline:
+            said += exchange_share.enforce(two_students, small_exchange, SHARE, hub.hub)
+            time.sleep(0.25)
+        assert loop.returncode == 128 + 9, "the loop starting writers goes on"
+        assert names.returncode == 128 + 9, "the maker of names goes on"
+        assert said and all(line.startswith(f"stopped {greedy}'s process ") for line in said), said
+        assert "every process of theirs but their server is stopped while they are" in said[0], said
+        assert theirs.poll() is None, "a classmate under their share was stopped"
+    finally:
+        for process in (loop, names, theirs):
             process.kill()
             process.wait()
 
