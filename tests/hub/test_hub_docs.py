@@ -146,7 +146,8 @@ def test_the_doc_s_commands_as_written_grade_a_first_submission(tmp_path):
                 cwd = Path(shlex.split(line)[1])
                 continue
             if "ROSTER=roster.txt" in line and not (cwd / "roster.txt").exists():
-                _written(cwd / "roster.txt", roster)  # as the instructor writes it, where they run the command
+                # as the instructor writes it, where they run the command, as the course's owner (step 2)
+                os.chown(_written(cwd / "roster.txt", roster), pwd.getpwnam(owner).pw_uid, pwd.getpwnam(owner).pw_gid)
             _run(line, cwd, SETUP_S)
             timings[written] = time.monotonic() - started
         uids = {pwd.getpwnam(name).pw_uid for name in [owner, *ROSTER_NAMES.values()]}
