@@ -1,8 +1,10 @@
-"""Waiting for a hub a test started (make hub's jupyterhub, or docs/hub.md's `sudo make hub`): its API answers."""
+"""A hub a test started (make hub's jupyterhub, or docs/hub.md's `sudo make hub`): waiting until its API answers,
+and, once it is stopped, whether it left a port listening."""
 
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 
@@ -20,3 +22,31 @@ def wait_for_hub(url, process, log, timeout_s, what="jupyterhub"):
             if time.monotonic() > deadline:
                 pytest.fail(f"the hub did not answer within {timeout_s} s:\n{log.read_text()[-4000:]}")
             time.sleep(1)
+
+
+LOOKS = 5  # a port the hub left listening stays so; one a process was binding as the table was read resolves later
+
+
+def left_listening(port, the_hub_s):
+    """Whether a process the hub started still listens on port: the_hub_s(process) says which are (the test's
+    accounts, the hub's environment). The ports were free ones of the ephemeral range, so another test's process
+    (a Dask scheduler, a kernel's) may take one once the hub let it go: that is no process the hub left. A socket
+    the table shows with no process (bound between the table's two reads) is looked at again; it counts as the
+    hub's only while it stays so, LOOKS times, a second apart."""
+    for look in range(LOOKS):
+        unowned = False
+        for connection in psutil.net_connections("tcp"):
+            if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
+                continue
+            if connection.pid is None:
+                unowned = True
+                continue
+            try:
+                if the_hub_s(psutil.Process(connection.pid)):
+                    return True
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        if not unowned:
+            return False
+        time.sleep(1)
+    return True

@@ -36,7 +36,7 @@ import psutil
 import pytest
 from chromium import CHROMIUM, CHROMIUM_ARGS, UI_MS, free_port
 from playwright import sync_api
-from hub_started import wait_for_hub
+from hub_started import left_listening, wait_for_hub
 from listening_sockets import held_by
 from serve_course import course_with_exchange, wait_for
 
@@ -120,7 +120,9 @@ def hub():
     groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
-        assert not _listening(port, state, hub_uids), f"port {port} is still in use after the hub stopped"
+        assert not left_listening(port, lambda p: p.uids().real in hub_uids
+                                  or p.environ().get("PERFAUDIT_HUB_STATE") == str(state)), \
+            f"port {port} is still in use after the hub stopped"
 
 
 def _course_in_git(folder, course_id):
@@ -159,24 +161,6 @@ def _stop(process):
         except ProcessLookupError:
             pass
         process.wait()
-
-
-def _listening(port, state, uids):
-    """Whether something the hub started listens on port: a process of one of the test's accounts, or one that has
-    the hub's environment (its proxy). The ports were free ones of the ephemeral range, so another test's process
-    (a Dask scheduler, a kernel's) may take one once the hub let it go: that is no process the hub left."""
-    for connection in psutil.net_connections("tcp"):
-        if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
-            continue
-        if connection.pid is None:
-            return True  # nobody to tell it by: counted as the hub's
-        try:
-            process = psutil.Process(connection.pid)
-            if process.uids().real in uids or process.environ().get("PERFAUDIT_HUB_STATE") == str(state):
-                return True
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return False
 
 
 @pytest.fixture(scope="module")

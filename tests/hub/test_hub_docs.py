@@ -35,7 +35,7 @@ import nbformat
 import psutil
 import pytest
 from chromium import free_port
-from hub_started import wait_for_hub
+from hub_started import left_listening, wait_for_hub
 from serve_course import wait_for
 
 from perfaudit import ASSIGNMENT, paths
@@ -198,7 +198,9 @@ def test_the_doc_s_commands_as_written_grade_a_first_submission(tmp_path):
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     assert not shared.exists()
     for port in [int(url.rsplit(":", 1)[1]), *map(int, hub_settings["PERFAUDIT_HUB_PORTS"].split(","))]:
-        assert not _listening(port, uids, course_dir), f"port {port} is still in use after the hub stopped"
+        assert not left_listening(port, lambda p: p.uids().real in uids
+                                  or str(course_dir) in " ".join(p.cmdline()) + p.cwd()), \
+            f"port {port} is still in use after the hub stopped"
 
 
 def _written(path, text):
@@ -274,20 +276,3 @@ def _cmdline(process):
         return process.cmdline() or [""]
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return [""]
-
-
-def _listening(port, uids, course_dir):
-    """Whether something the hub started listens on port: a process of the test's accounts, or one run from the
-    course (the proxy, the hub). Another test's process may take a free port once the hub let it go."""
-    for connection in psutil.net_connections("tcp"):
-        if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
-            continue
-        if connection.pid is None:
-            return True
-        try:
-            process = psutil.Process(connection.pid)
-            if process.uids().real in uids or str(course_dir) in " ".join(process.cmdline()) + process.cwd():
-                return True
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return False
