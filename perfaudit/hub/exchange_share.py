@@ -12,8 +12,7 @@ student is over their share it stops every process of that student but their ser
 started: perfaudit/hub/servers.py): not only those that hold a file there, since a loop in a terminal starts a new
 short-lived writer each time one is stopped, and a process that only makes names (empty files, folders) holds
 nothing there. Never another account's, and nothing they wrote is changed: their instructor removes it (the note
-says so), or they do, under the share again, from a terminal. What one student can write past their share is what
-their processes write in one look's interval.
+says so). What one student can write past their share is what their processes write in one look's interval.
 """
 
 import os
