@@ -16,6 +16,7 @@ submit.py    nbgrader's Submit in students' servers: a submission is the student
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it
 jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services
 peer_guard.py  each server's connections from other accounts than root (the proxy) and its own, closed unread
+body_guard.py  each server's request bodies read only with its login: a body sent through the proxy without, dropped
 private_pipe.py  the kernel the hub's users run: ipykernel, its pipe from forked children on a private unix socket
 kernelspecs.py  Formgrader's kernelspecs: the hub's python3 first (each person's server: JUPYTER_PATH)
 jupyter_data/  the hub's python3 kernelspec, which runs private_pipe.py

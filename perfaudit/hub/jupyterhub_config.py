@@ -68,7 +68,8 @@ c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
 c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
 c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the person's private runtime folder
                   *settings.BOUNDED_REQUESTS,  # no request body held past 64 MiB before its token is read
-                  settings.GUARDED_PEERS]  # ... and none of a classmate's read at all: their connections closed unread
+                  settings.GUARDED_PEERS,  # ... and none of a classmate's read at all: their connections closed unread
+                  settings.GUARDED_BODIES]  # ... nor, through the proxy, a body sent without the owner's login
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
     "PATH": accounts_path,
@@ -117,6 +118,7 @@ c.JupyterHub.services = [
                     settings.HUB_KERNELSPECS,  # ... the hub's python3 kernelspec too (not the autograde sandbox's)
                     *settings.BOUNDED_REQUESTS,
                     settings.GUARDED_PEERS,  # only the proxy (root) and the owner's own processes connect
+                    settings.GUARDED_BODIES,  # and a body is read only with an instructor's login
                     # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
                     # no nbgrader); the course's environment as the service has it, make feedback included.
                     f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",

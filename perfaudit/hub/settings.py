@@ -43,6 +43,9 @@ BOUNDED_REQUESTS = [f"--ServerApp.max_body_size={REQUEST_BODY_LIMIT}",
 # Each server closes, unread, every connection but the hub's proxy's (root's) and its own account's
 # (perfaudit/hub/peer_guard.py): a classmate's bodies and idle connections cost it nothing.
 GUARDED_PEERS = "--ServerApp.jpserver_extensions=perfaudit.hub.peer_guard=True"
+# ... and a request's body is read only with the server's login (perfaudit/hub/body_guard.py): the proxy hands it
+# anyone's requests, and a body is read before the token is checked.
+GUARDED_BODIES = "--ServerApp.jpserver_extensions=perfaudit.hub.body_guard=True"
 # ipykernel also binds a pipe for forked children's output on a loopback port, whatever the transport: the hub's python3
 # kernelspec (JUPYTER_DATA/kernels/python3) runs perfaudit/hub/private_pipe.py, whose pipe is a unix socket in a 0700
 # folder of the kernel's own. On JUPYTER_PATH in each person's server (its kernels, Validate's, its terminal's);

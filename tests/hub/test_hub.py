@@ -613,6 +613,37 @@ def servers_answer_only_their_own_account(hub, attacker, student):
         assert all(said[port].startswith("HTTP/1.1 ") for port in answered), said
 
 
+# As the attacker, through the hub's public port (the proxy hands the request on, as root): a PUT with a body and no
+# login; the status line back.
+UPLOAD = """
+import socket, sys
+url, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+host, port = url.split("//")[1].split(":")
+with socket.create_connection((host, int(port)), timeout=60) as s:
+    s.sendall(f"PUT {path} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nContent-Length: {size}\\r\\n\\r\\n".encode())
+    for _ in range(size // 2**20):
+        s.sendall(b"x" * 2**20)
+    print(s.recv(64).decode(errors="replace").split("\\r\\n")[0] or "closed")
+"""
+
+
+def bodies_without_a_login_are_dropped(hub, attacker, student):
+    """The proxy hands a student's server and Formgrader anyone's request: a body sent without their login is dropped
+    as it arrives (perfaudit/hub/body_guard.py), never held, and the request refused; each server logs it."""
+    dropped = "Dropped the body of a request without this server's login"
+    # none before: every request of the class's own so far (JupyterLab's, the Assignment List's) kept its body
+    assert dropped not in hub["log"].read_text(), hub["log"].read_text()[-3000:]
+    for path in (f"/user/{student}/api/contents/{ASSIGNMENT}/x.ipynb",
+                 f"/services/{hub['course_id']}/api/contents/x.ipynb"):
+        done = as_account(attacker, str(hub["python"]), "-c", UPLOAD, hub["url"], path, str(8 * 2**20))
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().split(" ")[1] in ("403", "302"), (path, done.stdout)
+    deadline = time.monotonic() + 30  # each server's log line reaches the hub's log through its output
+    while hub["log"].read_text().count(dropped) < 2:
+        assert time.monotonic() < deadline, hub["log"].read_text()[-3000:]
+        time.sleep(0.5)
+
+
 def plant_odd_entries(attacker, inbound):
     """As the attacker: a submission's folder (secret and all) they closed to the course's group (0740), and a FIFO
     named as a submission. Their names."""
@@ -701,6 +732,8 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         # Each server, Formgrader's too, closes another account's connection unread: no classmate's request body
         # or idle connection held at its owner's cost.
         servers_answer_only_their_own_account(hub, attacker, second)
+        # ... nor, through the proxy, keeps a body sent without its login
+        bodies_without_a_login_are_dropped(hub, attacker, first)
 
         # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
         for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",
