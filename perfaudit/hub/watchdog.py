@@ -2,14 +2,10 @@
 
 rlimits (perfaudit/hub/server_limits.py) cap each process; a student who starts several kernels could still take several
 times the limit. Where no systemd slice or cgroup counts a person's total, this service does, as a cgroup's memory
-limit would: every few seconds it adds up the resident memory of each student's processes but their server (the
-process the hub itself started: perfaudit/hub/servers.py), and when a student is over their share it stops that
-student's largest process (a kernel, whose JupyterLab then says it died and restarts it), never their server, and
-never another account's. The server is left out of the count: it reads a request's body before its token (up to
-settings.REQUEST_BODY_LIMIT each), and the proxy hands it any classmate's request, so a classmate's unfinished
-uploads grew a server by 1.3 GB and got its owner's kernel stopped. Its own rlimit bounds it; since a student's
-own code can run there too (a server extension of theirs), a student's total is at most twice the share. Files
-a student leaves in shared memory (/dev/shm, a tmpfs: its files are memory no process holds, so no
+limit would: every few seconds it adds up the resident memory of each student's processes, and when a student is
+over their share it stops that student's largest process (a kernel, whose JupyterLab then says it died and restarts
+it), never their server's own (the process the hub itself started: perfaudit/hub/servers.py), and never another
+account's. Files a student leaves in shared memory (/dev/shm, a tmpfs: its files are memory no process holds, so no
 rlimit or process count sees them) count towards their share too, and their largest such files (or folders) are
 removed before any process is stopped (a kernel holds the student's work; a file there rarely does), each by its
 name in the opened /dev/shm, no link followed. Memory neither of those shows counts too
@@ -102,8 +98,7 @@ def enforce(accounts: Iterable[str], budget: int, hub: Hub, tell: Tell | None = 
         unnamed = {key: size for held in holding.values() for key, size in held.items()}  # each file once
         theirs = [segment for segment in all_segments if segment.creator == uid]
         shared = in_shared_memory.get(uid, {})
-        # not the server's: classmates' requests through the proxy can grow it (the module's docstring)
-        counted = Counted(sum(p.info["memory_info"].rss for p in running if not hub.started(p)), sum(unnamed.values()),
+        counted = Counted(sum(p.info["memory_info"].rss for p in running), sum(unnamed.values()),
                           sum(shared.values()), sum(segment.bytes for segment in theirs), shared_memory)
         total = counted.total
         if total <= budget:

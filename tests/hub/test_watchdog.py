@@ -63,23 +63,6 @@ def test_a_student_s_server_is_never_stopped_and_a_process_named_like_it_is(two_
             process.wait()
 
 
-def test_a_server_grown_by_a_classmate_s_requests_does_not_count_against_its_owner(two_students, hub):
-    """A classmate's unfinished uploads through the proxy grew a student's server (it reads a body before its token)
-    past the share, and the student's kernel was stopped for it. The server's memory is not counted: the kernel,
-    under the share on its own, works on."""
-    student, _ = two_students
-    server = hub.start_server(student, [PYTHON, "-c", HOLD, str(300 * MB)])  # a server grown by a classmate's flood
-    kernel = hold(student, 60 * MB)
-    try:
-        assert server.stdout.readline().strip() == "holding"
-        assert watchdog.enforce([student], 100 * MB, hub.hub) == []
-        assert kernel.poll() is None and server.poll() is None
-    finally:
-        for process in (server, kernel):
-            process.kill()
-            process.wait()
-
-
 def test_a_stopped_student_is_left_a_note_and_a_classmate_none(two_students, hub, tmp_path):
     """Each stop is a note for its student (what, the figure, the limit, what to do) in the folder the grading
     service reads, the course owner's alone (tests/serve/test_service.py shows the student reading it)."""
