@@ -148,19 +148,31 @@ def _run(argv, **kwargs):
 
 def _stop(process):
     """SIGTERM to the hub (it stops the users' servers and its services), then SIGKILL to whatever is left of its
-    session."""
-    if process is not None and process.poll() is None:
+    session and of the processes it started: its proxy runs in a session of its own, and outlived a hub killed after
+    a slow stop (JupyterHub keeps a proxy for its next start), listening on the test's port."""
+    if process is None:
+        return
+    try:
+        started = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        started = []
+    if process.poll() is None:
         process.terminate()
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             pass
-    if process is not None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for child in started:
         try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            child.kill()
+        except psutil.NoSuchProcess:
             pass
-        process.wait()
+    process.wait()
+    psutil.wait_procs(started, timeout=10)
 
 
 @pytest.fixture(scope="module")
