@@ -159,6 +159,7 @@ RUN_BY = {
                       ("hub/test_hub_docs.py", 'hub = subprocess.Popen(["bash", "-c", substituted(commands[-1]')],
     # docs/hub.md's first step, as written (an account and a folder of the test's own)
     "useradd --create-home grader": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
+    "chmod 0700 /home/grader": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
     "install -d -o grader -g grader -m 0700 /srv/course": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
     "sudo -u grader sh -c 'umask 077 && git clone ... /srv/course'": [
         ("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
