@@ -24,29 +24,20 @@ def wait_for_hub(url, process, log, timeout_s, what="jupyterhub"):
             time.sleep(1)
 
 
-LOOKS = 5  # a port the hub left listening stays so; one a process was binding as the table was read resolves later
-
 
 def left_listening(port, the_hub_s):
     """Whether a process the hub started still listens on port: the_hub_s(process) says which are (the test's
     accounts, the hub's environment). The ports were free ones of the ephemeral range, so another test's process
-    (a Dask scheduler, a kernel's) may take one once the hub let it go: that is no process the hub left. A socket
-    the table shows with no process (bound between the table's two reads) is looked at again; it counts as the
-    hub's only while it stays so, LOOKS times, a second apart."""
-    for look in range(LOOKS):
-        unowned = False
-        for connection in psutil.net_connections("tcp"):
-            if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
-                continue
-            if connection.pid is None:
-                unowned = True
-                continue
-            try:
-                if the_hub_s(psutil.Process(connection.pid)):
-                    return True
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-        if not unowned:
-            return False
-        time.sleep(1)
-    return True
+    (a Dask scheduler, a kernel's) may take one once the hub let it go: that is no process the hub left. A socket the
+    table shows with no process counts as the hub's: nothing tells it apart."""
+    for connection in psutil.net_connections("tcp"):
+        if not (connection.laddr and connection.laddr.port == port and connection.status == psutil.CONN_LISTEN):
+            continue
+        if connection.pid is None:
+            return True
+        try:
+            if the_hub_s(psutil.Process(connection.pid)):
+                return True
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return False
