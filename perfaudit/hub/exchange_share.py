@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import psutil
 
-from perfaudit.hub.servers import Hub
+from perfaudit.hub.servers import Hub, processes_of
 
 BLOCK = 512  # st_blocks counts 512-byte blocks: what a file takes of the disk (a sparse file takes little)
 ENTRY = 4096  # what an entry counts at least: an empty file takes no block but an inode (200 000 of them: 800 MB)
@@ -153,7 +153,7 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
             uid = pwd.getpwnam(account).pw_uid
         except KeyError:
             continue
-        theirs = [p for p in psutil.process_iter(["uids", "cmdline"]) if p.info["uids"] and p.info["uids"].real == uid]
+        theirs = processes_of(uid)
         blocks = {**owned.get(uid, {})}
         for process in theirs:  # a file without a name: its holder's, each inode once
             held = held_files(process, device)

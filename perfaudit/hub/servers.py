@@ -26,6 +26,8 @@ class Hub:
 
 
 def processes_of(uid: int) -> list[psutil.Process]:
-    """Every process whose real uid is uid, with its command line and memory read once."""
-    return [p for p in psutil.process_iter(["uids", "cmdline", "memory_info"])
-            if p.info["uids"] and p.info["uids"].real == uid and p.info["memory_info"] is not None]
+    """Every living process whose real uid is uid, with its command line and memory read once. Not a zombie: it has
+    ended, holds nothing and cannot be stopped (its parent has not yet read its exit)."""
+    return [p for p in psutil.process_iter(["uids", "cmdline", "memory_info", "status"])
+            if p.info["uids"] and p.info["uids"].real == uid and p.info["memory_info"] is not None
+            and p.info["status"] != psutil.STATUS_ZOMBIE]

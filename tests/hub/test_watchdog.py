@@ -45,14 +45,18 @@ def test_a_student_over_their_share_loses_their_largest_process_and_a_classmate_
 def test_a_student_s_server_is_never_stopped_and_a_process_named_like_it_is(two_students, hub):
     """Only what the server started (kernels, terminals) is stopped: the server is what the student works in. The
     server is the process the hub started, not one whose command line says so: a student's own process named
-    python -m jupyterhub.singleuser (exec -a) is stopped like any other."""
+    python -m jupyterhub.singleuser (exec -a) is stopped like any other. A zombie it left (an ended child it never
+    waited for) is not said to be stopped: it has ended already and holds nothing."""
     greedy, _ = two_students
     server = hub.start_server(greedy, [PYTHON, "-c", HOLD, str(300 * MB)])
     named = subprocess.Popen(["runuser", "-u", greedy, "--", "bash", "-c",
-                              'exec -a "python -m jupyterhub.singleuser" "$0" "$@"', PYTHON, "-c", HOLD,
+                              '/bin/true & exec -a "python -m jupyterhub.singleuser" "$0" "$@"', PYTHON, "-c", HOLD,
                               str(200 * MB)], cwd="/", stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout.readline().strip() == "holding" and named.stdout.readline().strip() == "holding"
+        uid = pwd.getpwnam(greedy).pw_uid
+        assert any(p.info["uids"].real == uid and p.info["status"] == psutil.STATUS_ZOMBIE
+                   for p in psutil.process_iter(["uids", "status"])), "no zombie was left to be passed over"
         said = watchdog.enforce([greedy], 100 * MB, hub.hub)
         assert len(said) == 1 and "(python -m jupyterhub.singleuser " in said[0], said
         assert named.wait(timeout=30) == 128 + 9, "a process named like a server was spared"
