@@ -63,7 +63,9 @@ c.LocalAuthenticator.allowed_groups = {students, instructors}
 c.Authenticator.admin_users = set()  # nobody reaches another person's server, instructors included
 
 # --- each person's JupyterLab: their own account, their home, the course's exchange --------------------------------
-# Under the per-person limits (perfaudit/hub/server_limits.py): memory per process, processes per account, nice 10.
+# Under the per-person limits (perfaudit/hub/server_limits.py): memory per process, processes per account, nice 10;
+# and no user namespace, where memory would hide from the watchdog (perfaudit/hub/namespace_guard.py).
+c.JupyterHub.spawner_class = "perfaudit.hub.namespace_guard.GuardedSpawner"
 c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
 c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
 c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the person's private runtime folder

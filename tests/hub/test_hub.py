@@ -500,9 +500,12 @@ def kernels_are_private(kernel):
 def runs_under_the_limits(kernel):
     """A student's kernel and the server that started it run under the hub's limits
     (perfaudit/hub/server_limits.py): the memory of each process capped, their processes counted, their priority
-    lowered."""
+    lowered; and under the filter that refuses a user namespace (perfaudit/hub/namespace_guard.py), with no
+    no_new_privs (a student's passwd works)."""
     limits = settings.from_environment().limits
     for process in (kernel, kernel.parent()):
+        status = dict(line.split(":\t", 1) for line in Path(f"/proc/{process.pid}/status").read_text().splitlines())
+        assert (status["Seccomp"].strip(), status["NoNewPrivs"].strip()) == ("2", "0"), (process.cmdline(), status)
         found = {line[:26].strip(): line[26:].split()[:2] for line in
                  Path(f"/proc/{process.pid}/limits").read_text().splitlines()[1:]}  # prlimit(2) may be refused
         assert found["Max address space"] == [str(limits.memory_bytes)] * 2, (process.cmdline(), found)

@@ -4,9 +4,13 @@ possessed the grader's session keyring where the grader had one (a service's, a 
 added to its uid's user keyring outlived it, found by a later kernel given the same uid: a channel between
 students (a fresh attack found both). Container runtimes refuse the same calls by default.
 
-A classic BPF program, built here for the machine's own architecture: calls of another architecture (32-bit
-ones on a 64-bit machine, x32's) are refused whole. Where the architecture is not known here, there is no filter
-and `program()` says so by returning None.
+The hub's servers start under a filter of their own from here (`no_user_namespaces()`,
+perfaudit/hub/namespace_guard.py): a student may not make a user namespace, in which a tmpfs or SysV segments would
+hold memory the watchdog cannot see.
+
+Classic BPF programs, built here for the machine's own architecture: calls of another architecture (32-bit ones on a
+64-bit machine, x32's) are refused whole. Where the architecture is not known here, there is no filter and each
+builder says so by returning None.
 """
 
 import platform
@@ -17,11 +21,14 @@ _ARCHES = {  # machine: (AUDIT_ARCH_..., numbers of add_key, request_key, keyctl
     "x86_64": (0xC000003E, (248, 249, 250), True),
     "aarch64": (0xC00000B7, (217, 218, 219), False),
 }
-_LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
-_NR, _ARCH = 0, 4  # offsets in struct seccomp_data
+_CLONES = {"x86_64": (272, 56, 435), "aarch64": (97, 220, 435)}  # machine: unshare, clone, clone3
+_LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
+_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (_ARG0: the low half of args[0], little-endian)
 _X32_BIT = 0x40000000
+_CLONE_NEWUSER = 0x10000000
 _ALLOW = 0x7FFF0000
 _REFUSE = 0x00050000 | 1  # SECCOMP_RET_ERRNO | EPERM: "Operation not permitted"
+_NO_SUCH_CALL = 0x00050000 | 38  # SECCOMP_RET_ERRNO | ENOSYS
 
 
 def _op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
@@ -42,3 +49,22 @@ def program(machine: str | None = None) -> bytes | None:
     ops += [_op(code, k, jt=len(checks) - i) for i, (code, _, _, k) in
             enumerate(struct.unpack("=HBBI", check) for check in checks)]
     return b"".join([*ops, _op(_RET_K, _ALLOW), _op(_RET_K, _REFUSE)])
+
+
+def no_user_namespaces(machine: str | None = None) -> bytes | None:
+    """unshare and clone asking for a new user namespace (CLONE_NEWUSER) refused with EPERM, every other call allowed;
+    clone3, whose flags sit in memory a classic filter cannot read, answers ENOSYS, and the C library then makes the
+    thread or process with clone (container runtimes answer it so too). None where this architecture is not known."""
+    known, numbers = _ARCHES.get(machine or platform.machine()), _CLONES.get(machine or platform.machine())
+    if known is None or numbers is None:
+        return None
+    (arch, _, has_x32), (unshare, clone, clone3) = known, numbers
+    refuse_at = 12 if has_x32 else 11  # the index of the REFUSE below; a jump counts from the op after it
+    ops = [_op(_LD_W_ABS, _ARCH), _op(_JEQ_K, arch, jt=1), _op(_RET_K, _REFUSE), _op(_LD_W_ABS, _NR)]
+    if has_x32:
+        ops.append(_op(_JGE_K, _X32_BIT, jt=refuse_at - len(ops) - 1))
+    ops += [_op(_JEQ_K, clone3, jt=refuse_at + 1 - len(ops) - 1),
+            _op(_JEQ_K, unshare, jt=2), _op(_JEQ_K, clone, jt=1), _op(_RET_K, _ALLOW),  # then the flags: args[0]
+            _op(_LD_W_ABS, _ARG0), _op(_JSET_K, _CLONE_NEWUSER, jt=1), _op(_RET_K, _ALLOW)]
+    assert len(ops) == refuse_at
+    return b"".join([*ops, _op(_RET_K, _REFUSE), _op(_RET_K, _NO_SUCH_CALL)])

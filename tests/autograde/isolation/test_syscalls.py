@@ -12,17 +12,17 @@ from perfaudit.autograde.plugins.execute import TrustedExecute
 ALLOW, REFUSE = 0x7FFF0000, 0x00050001
 
 
-def _run(program, arch, nr):
+def _run(program, arch, nr, flags=0):
     """What the filter returns for a call (classic BPF: load a word of seccomp_data, jump if equal / greater or
-    equal, return)."""
+    equal / any bit set, return); flags: the low half of the call's first argument."""
     ops = [struct.unpack("=HBBI", program[i:i + 8]) for i in range(0, len(program), 8)]
-    data, pc, accumulator = {0: nr, 4: arch}, 0, 0
+    data, pc, accumulator = {0: nr, 4: arch, 16: flags}, 0, 0
     while True:
         code, jt, jf, k = ops[pc]
         if code == 0x20:
             accumulator = data[k]
-        elif code in (0x15, 0x35):
-            matched = accumulator == k if code == 0x15 else accumulator >= k
+        elif code in (0x15, 0x35, 0x45):
+            matched = {0x15: accumulator == k, 0x35: accumulator >= k, 0x45: bool(accumulator & k)}[code]
             pc += jt if matched else jf
         elif code == 0x06:
             return k
@@ -48,7 +48,34 @@ def test_x32_calls_are_refused_on_x86_64():
 
 
 def test_an_unknown_architecture_gets_no_filter():
-    assert syscalls.program("riscv64") is None
+    assert syscalls.program("riscv64") is None and syscalls.no_user_namespaces("riscv64") is None
+
+
+NEWUSER, NEWNS, NO_SUCH_CALL = 0x10000000, 0x00020000, 0x00050026
+
+
+@pytest.mark.parametrize("machine, arch, unshare, clone, others", [
+    ("x86_64", 0xC000003E, 272, 56, (0, 1, 57, 59, 231, 248, 308)),
+    ("aarch64", 0xC00000B7, 97, 220, (0, 56, 63, 217, 221, 268)),
+])
+def test_a_new_user_namespace_is_refused_clone3_answers_no_such_call_and_the_rest_is_allowed(
+        machine, arch, unshare, clone, others):
+    """The hub servers' filter (perfaudit/hub/namespace_guard.py): CLONE_NEWUSER alone or with other flags refused in
+    unshare and clone; clone and unshare without it allowed (a thread, a fork, a mount namespace that then fails for
+    want of privilege); any other call allowed, with any first argument."""
+    program = syscalls.no_user_namespaces(machine)
+    assert [_run(program, arch, nr, flags) for nr in (unshare, clone)
+            for flags in (NEWUSER, NEWUSER | NEWNS | 0x11)] == [REFUSE] * 4
+    assert [_run(program, arch, nr, flags) for nr in (unshare, clone) for flags in (0, NEWNS, 0x003D0F00)] == [
+        ALLOW] * 6
+    assert [_run(program, arch, nr, NEWUSER) for nr in others] == [ALLOW] * len(others)
+    assert _run(program, arch, 435) == NO_SUCH_CALL  # clone3: the C library falls back to clone
+    assert _run(program, 0x40000003, 0) == REFUSE  # another architecture's calls: none
+
+
+def test_x32_calls_are_refused_by_the_hub_s_filter_too():
+    assert _run(syscalls.no_user_namespaces("x86_64"), 0xC000003E, 0x40000000 | 272, NEWUSER) == REFUSE
+    assert _run(syscalls.no_user_namespaces("x86_64"), 0xC000003E, 0x40000000) == REFUSE
 
 
 KEYRINGS = """
