@@ -56,6 +56,18 @@ class Ledger:
     def of_student(self, student: str) -> list[dict[str, Any]]:
         return [r for r in self.submissions.values() if r["student"] == student]
 
+    def fairly_queued(self, now: float, window_s: float) -> list[str]:
+        """The queued submissions, those of students whose gradings took the least time in the last window_s first,
+        then oldest first: a student whose submissions sleep or loop until their time limits goes behind the
+        classmates waiting, not before them (a grading still running counts until now)."""
+        since, used = now - window_s, dict[str, float]()
+        for record in self.submissions.values():
+            if record.get("started_at") is not None:
+                ended = min(record.get("released_at") or now, now)
+                used[record["student"]] = used.get(record["student"], 0.0) + max(
+                    0.0, ended - max(record["started_at"], since))
+        return sorted(self.in_state("queued"), key=lambda name: used.get(self.submissions[name]["student"], 0.0))
+
     def in_state(self, *states: str) -> list[str]:
         return sorted((name for name, r in self.submissions.items() if r["status"] in states),
                       key=lambda name: (self.submissions[name]["seen_at"], name))

@@ -222,7 +222,7 @@ class Service:
     # --- handing out work -------------------------------------------------------------------------------------
     def dispatch(self, client: Client, slots: int) -> None:
         busy = {self.ledger.submissions[name]["student"] for name, *_ in self.in_flight.values()}
-        for name in self.ledger.in_state("queued"):
+        for name in self.ledger.fairly_queued(time.time(), self.limits.window_hours * 3600):
             record = self.ledger.submissions[name]
             if record["student"] in busy:
                 continue  # the student's earlier submission first

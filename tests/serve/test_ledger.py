@@ -34,3 +34,26 @@ def test_the_ledger_is_the_course_owners_alone_whatever_the_umask(tmp_path):
     finally:
         os.umask(previous)
     assert stat.S_IMODE((tmp_path / "gradebook.db.serve.json").stat().st_mode) == 0o600
+
+
+def test_a_student_whose_gradings_ran_long_waits_behind_classmates_then_the_oldest_goes_first(tmp_path):
+    """Two students whose submissions slept until their time limits (one still grading) go behind three classmates,
+    whatever their order of arrival; a grading older than the window counts only within it."""
+    now, hour = 100_000.0, 3600.0
+    ledger = Ledger(tmp_path / "ledger.json")
+
+    def add(name, student, seen, status, **times):
+        ledger.submissions[name] = {"student": student, "seen_at": seen, "status": status, **times}
+
+    add("sleeper-1", "sleeper", now - 2 * hour, "graded", started_at=now - 2 * hour, released_at=now - hour)
+    add("sleeper-2", "sleeper", now - 50, "queued")
+    add("looper-1", "looper", now - 30 * 60, "grading", started_at=now - 30 * 60)
+    add("looper-2", "looper", now - 40, "queued")
+    add("old-1", "old", now - 30 * hour, "graded", started_at=now - 30 * hour, released_at=now - 25 * hour)
+    add("old-2", "old", now - 10, "queued")
+    add("honest", "honest", now - 20, "queued")
+    add("quick-1", "quick", now - 3 * hour, "graded", started_at=now - 3 * hour, released_at=now - 3 * hour + 40)
+    add("quick-2", "quick", now - 5, "queued")
+    # old's five hours of grading ended a day ago: outside the 24-hour window, like no grading at all
+    assert ledger.fairly_queued(now, 24 * hour) == ["honest", "old-2", "quick-2", "looper-2", "sleeper-2"]
+    assert ledger.in_state("queued") == ["sleeper-2", "looper-2", "honest", "old-2", "quick-2"]  # arrival order
