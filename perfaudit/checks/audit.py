@@ -234,8 +234,11 @@ def _retrace_advice(changes):
     if any("weak type" in change for change in changes):
         advice.append("an argument arrives as a Python number at some steps and as an array at others: give it the "
                       "same type at every step")
-    return "; ".join(advice) or ("nothing in the arguments changed: a new function is jitted at each step (jit(step) "
-                                 "inside the loop?): make the step once, before the loop")
+    return "; ".join(advice) or ("nothing in the arguments changed between its traces: jit was called again for "
+                                 "each step (jit(step) inside the loop?), and each function it makes traces anew "
+                                 "here and under the graders, who count what their jit traces (JAX's own jit may "
+                                 "find a repeated jit of the very same function in its cache). Part B asks for one "
+                                 "function made with jit: make the step once, before the loop")
 
 
 def check_fixed_traces(count_traces, fixed_train, rng=None):
@@ -364,7 +367,9 @@ def check_findings(findings, measured):
     unbacked = [p for p in findings if p not in backed]
     if unbacked:
         fail(f"findings names {unbacked[0]!r}, but what you measured does not back it: {not_backed[unbacked[0]]}. "
-             "Name only what a measurement above backs; read the table above for what shows each problem.")
+             "Name only what a measurement above backs; read the table above for what shows each problem. (Those "
+             "measurements are made with your count_traces and time_loop: if their self-checks failed, mend them "
+             "first.)")
     missed = [p for p in backed if p not in findings]
     if missed:
         fail(f"what you measured backs {missed[0]!r} ({backed[missed[0]]}), but findings leaves it out.")

@@ -163,6 +163,10 @@ def time_loop(run, data):
         ("mean", "static", "learning rate")),
     "fails-selfcheck_fixed_train-mean-counts-the-padding": Misconception("fixed_train", fix(divisor="x.shape[0]"),
         r"over \d+ rows, but the batch has \d+: the mean counts the padded rows", ("learning rate", "static")),
+    "fails-selfcheck_fixed_train-jits-its-step-inside-the-loop": Misconception("fixed_train", fix().replace(
+        "    step = jit(step)\n", "").replace("        w, loss = step(", "        w, loss = jit(step)("),
+        r"nothing in the arguments changed between its traces: jit was called again for each step.*make the step "
+        r"once, before the loop", ("pad every batch", "static", "mean", "count_traces")),
     "fails-selfcheck_findings-names-a-wrong-cause": Misconception("findings", '''
 findings = {  # variant A: its retrace blamed on a static argument, which nothing measured shows
     "retrace-static-argument": f"{original_traces} traces over {len(batches)} steps: something static changes",
