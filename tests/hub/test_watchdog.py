@@ -4,6 +4,7 @@ import os
 import pwd
 import stat
 import subprocess
+import time
 from functools import partial
 
 import memory_holders
@@ -50,13 +51,19 @@ def test_a_student_s_server_is_never_stopped_and_a_process_named_like_it_is(two_
     greedy, _ = two_students
     server = hub.start_server(greedy, [PYTHON, "-c", HOLD, str(300 * MB)])
     named = subprocess.Popen(["runuser", "-u", greedy, "--", "bash", "-c",
-                              '/bin/true & exec -a "python -m jupyterhub.singleuser" "$0" "$@"', PYTHON, "-c", HOLD,
+                              '/bin/sleep 1 & exec -a "python -m jupyterhub.singleuser" "$0" "$@"', PYTHON, "-c", HOLD,
                               str(200 * MB)], cwd="/", stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout.readline().strip() == "holding" and named.stdout.readline().strip() == "holding"
         uid = pwd.getpwnam(greedy).pw_uid
-        assert any(p.info["uids"].real == uid and p.info["status"] == psutil.STATUS_ZOMBIE
-                   for p in psutil.process_iter(["uids", "status"])), "no zombie was left to be passed over"
+        # the child sleeps past the exec (had it ended before, bash would have waited for it): its end is awaited
+        for _ in range(600):
+            if any(p.info["uids"].real == uid and p.info["status"] == psutil.STATUS_ZOMBIE
+                   for p in psutil.process_iter(["uids", "status"])):
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("no zombie was left to be passed over")
         said = watchdog.enforce([greedy], 100 * MB, hub.hub)
         assert len(said) == 1 and "(python -m jupyterhub.singleuser " in said[0], said
         assert named.wait(timeout=30) == 128 + 9, "a process named like a server was spared"
