@@ -63,7 +63,8 @@ class Ledger:
         since, used = now - window_s, dict[str, float]()
         for record in self.submissions.values():
             if record.get("started_at") is not None:
-                ended = min(record.get("released_at") or now, now)
+                # one graded again (after a restart) keeps its earlier released_at: while grading, it counts till now
+                ended = now if record["status"] == "grading" else min(record.get("released_at") or now, now)
                 used[record["student"]] = used.get(record["student"], 0.0) + max(
                     0.0, ended - max(record["started_at"], since))
         return sorted(self.in_state("queued"), key=lambda name: used.get(self.submissions[name]["student"], 0.0))

@@ -47,7 +47,8 @@ def test_a_student_whose_gradings_ran_long_waits_behind_classmates_then_the_olde
 
     add("sleeper-1", "sleeper", now - 2 * hour, "graded", started_at=now - 2 * hour, released_at=now - hour)
     add("sleeper-2", "sleeper", now - 50, "queued")
-    add("looper-1", "looper", now - 30 * 60, "grading", started_at=now - 30 * 60)
+    add("looper-1", "looper", now - 30 * 60, "grading", started_at=now - 30 * 60,
+        released_at=now - 31 * 60)  # graded again after a restart: its first release is older than this start
     add("looper-2", "looper", now - 40, "queued")
     add("old-1", "old", now - 30 * hour, "graded", started_at=now - 30 * hour, released_at=now - 25 * hour)
     add("old-2", "old", now - 10, "queued")
