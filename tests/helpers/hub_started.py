@@ -24,7 +24,6 @@ def wait_for_hub(url, process, log, timeout_s, what="jupyterhub"):
             time.sleep(1)
 
 
-
 def left_listening(port, the_hub_s):
     """Whether a process the hub started still listens on port: the_hub_s(process) says which are (the test's
     accounts, the hub's environment). The ports were free ones of the ephemeral range, so another test's process

@@ -55,7 +55,8 @@ def no_user_namespaces(machine: str | None = None) -> bytes | None:
     """unshare and clone asking for a new user namespace (CLONE_NEWUSER) refused with EPERM, every other call allowed;
     clone3, whose flags sit in memory a classic filter cannot read, answers ENOSYS, and the C library then makes the
     thread or process with clone (container runtimes answer it so too). None where this architecture is not known."""
-    known, numbers = _ARCHES.get(machine or platform.machine()), _CLONES.get(machine or platform.machine())
+    machine = machine or platform.machine()
+    known, numbers = _ARCHES.get(machine), _CLONES.get(machine)
     if known is None or numbers is None:
         return None
     (arch, _, has_x32), (unshare, clone, clone3) = known, numbers
