@@ -7,6 +7,7 @@ ASK_READY = "perfaudit-ready"  # the student's code waits on a result
 ASK_POLL = "perfaudit-poll"  # it asks, never waiting, whether a result is ready (is_ready()): answered "1" once it is
 ASK_JIT = "perfaudit-jit"  # the grader's jit made a function
 ASK_TRACED = "perfaudit-traced"  # JAX traced one
+ASK_FED = "perfaudit-fed"  # a loop returned: which of the grader's batches reached the functions its jit made
 ASK_STAGE_BEGIN = "perfaudit-stage-begin"  # an ahead-of-time stage of one begins: the stage
 ASK_STAGE = "perfaudit-stage"  # JAX did an ahead-of-time stage of one: the stage, a fingerprint of what it made
 ASK_RUN = "perfaudit-run"  # a program compile() returned runs (answered: the run, the seed of its entries' places)

@@ -1,6 +1,7 @@
 """Notebook 5's hidden tests: the audit of the handed-out loop judged on data the grader makes now, against the
-answer key's planted problems; the fix run with the grader's own jit (loop_jit.py), which counts its traces and
-checks that its values come from what it jitted; and the speed-up timed by the grader's own clock around each loop.
+answer key's planted problems; the fix run with the grader's own jit (loop_jit.py), which counts its traces, sees
+every batch go into what it jitted and checks that its values come from there; and the speed-up timed by the
+grader's own clock around each loop, run with that jit too.
 
 The loops run in the student's kernel (the grader runs no JAX); each call crosses the channel and returns its
 values as NumPy, so the grader's clock around it covers the whole loop, its results ready."""
@@ -77,10 +78,28 @@ def check_original_traces(count_traces: Callable[..., Any], rng: np.random.Gener
 
 def _grader_counted(fixed_train, batches, lr0):
     """(what fixed_train returned, as float64 NumPy, and the grader's own jit (loop_jit.LoopJit) handed to it as
-    jit: the traces it counted, and how many of them computed a step)."""
-    jit = LoopJit()
+    jit: the traces it counted, how many of them computed a step, and which batches reached its functions)."""
+    jit = LoopJit(watch=[x for x, _ in batches])
     out = audit.as_result(fixed_train(audit.weights(), batches, lr0, jit=jit), "fixed_train with the grader's jit")
     return out, jit
+
+
+def _check_steps_in_jax(jit, batches, what):
+    """Every step of the loop reached the functions made with the grader's jit: it computed some step (a matrix
+    product, nothing handed to Python) and each of the grader's batches went into one of them (as an argument or a
+    constant of its program: loop_jit.Watch). A loop that computes a first step, or a token, in JAX and the others in
+    NumPy leaves batches that never did."""
+    if not jit.computing:
+        fail(f"{what}: the function it made with that jit computes no step of the loop in JAX: its program holds "
+             "no matrix product (nor a product summed), or hands values to Python to compute (jax.pure_callback, "
+             "io_callback), so the weights come from somewhere else (a jitted call beside NumPy or the handed-out "
+             "loop is no fix). The fix must compute each step's update with JAX, in the step it makes with jit.")
+    missed = sorted(set(range(len(batches))) - jit.fed())
+    if missed:
+        fail(f"{what}: {len(batches) - len(missed)} of the grader's {len(batches)} batches reached the functions it "
+             f"made with that jit (batch {missed[0]} never did), so those steps were computed somewhere else. Each "
+             "step's batch must go into the step it makes with jit (padded, stacked or joined with y as you like), "
+             "or into the whole loop made with jit, so that JAX computes every step.")
 
 
 def _check_a_jax_fix(fixed_train, rng):
@@ -98,11 +117,7 @@ def _check_a_jax_fix(fixed_train, rng):
                            f": those are traces of {functions} functions it made with that jit. Make one function "
                            "with it (the step, which computes the loss too, or the whole loop)." if functions > 1 else
                            ". Run the notebook's self-check of fixed_train: it says what changed between the traces."))
-    if not jit.computing:
-        fail(f"{what}: the function it made with that jit computes no step of the loop in JAX: its program holds "
-             "no matrix product (nor a product summed), or hands values to Python to compute (jax.pure_callback, "
-             "io_callback), so the weights come from somewhere else (a jitted call beside NumPy or the handed-out "
-             "loop is no fix). The fix must compute each step's update with JAX, in the step it makes with jit.")
+    _check_steps_in_jax(jit, batches, what)
     _check_carries_the_weights(fixed_train, batches, lr0, rng, what)
 
 
@@ -149,10 +164,10 @@ def check_fixed_traces(fixed_train: Callable[..., Any], rng: np.random.Generator
     _check_a_jax_fix(fixed_train, rng or np.random.default_rng())
 
 
-def _timed(train, batches, lr0):
+def _timed(train, batches, lr0, jit):
     """Seconds on the grader's clock from the call until the loop's values are here, and those values."""
     started = time.perf_counter()
-    out = train(audit.weights(), batches, lr0)
+    out = train(audit.weights(), batches, lr0, jit=jit)
     w, losses = np.asarray(out[0]), [np.asarray(v) for v in out[1]]  # waits, where the loop ran in this process
     return time.perf_counter() - started, (w, losses)
 
@@ -160,16 +175,21 @@ def _timed(train, batches, lr0):
 def grader_speedup(fixed_train: Callable[..., Any], variant: str, rng: np.random.Generator) -> float:
     """How many times as fast the grader's clock finds fixed_train as the handed-out loop of variant (the grader's
     own, made anew where fixed_train runs: handed_out.py): ROUNDS rounds, each on new data of that variant's kind (the
-    fixed loop's values checked each round), each loop counted by its fastest round. check_speedup_measured's
-    measurement (benchmarks/speedup_floor_under_load.py runs it on a busy machine)."""
+    fixed loop's values checked each round), each loop counted by its fastest round. Both loops get the grader's
+    jit, as in the fix's other checks (a loop cannot tell the timed run from a checked one by its jit), and each
+    timed fixed loop computes its steps with the functions made with it (_check_steps_in_jax).
+    check_speedup_measured's measurement (benchmarks/speedup_floor_under_load.py runs it on a busy machine)."""
     original_train = beside(fixed_train, HandedOut.loop_of(variant), called=True)
     grader_original, grader_fixed = [], []
     for _ in range(ROUNDS):
         batches, lr0 = handout.data_for(variant, rng)
-        seconds, out = _timed(fixed_train, batches, lr0)
-        audit.check_trains_like_reference(lambda *_: out, batches, lr0, "fixed_train on the grader's batches")
+        jit = LoopJit(watch=[x for x, _ in batches])
+        seconds, out = _timed(fixed_train, batches, lr0, jit)
+        what = "fixed_train, timed by the grader on new batches with the grader's jit"
+        audit.check_trains_like_reference(lambda *_: out, batches, lr0, what)
+        _check_steps_in_jax(jit, batches, what)
         grader_fixed.append(seconds)
-        grader_original.append(_timed(original_train, batches, lr0)[0])
+        grader_original.append(_timed(original_train, batches, lr0, LoopJit())[0])
     return min(grader_original) / min(grader_fixed)
 
 

@@ -18,10 +18,18 @@ returns the weights it was passed hands it back; a fix written against the grade
 
 Each trace also says whether the function's program computes a step's arithmetic in JAX (a matrix product, or a
 product summed, and no call back into Python: computes_a_step), which a fix's step does however it takes its data.
+
+With `watch` (the grader's batches' x) the jit also finds which of those batches reached the functions made with it
+(Watch): as an argument of a call (padded, stacked, joined with y or transposed, as a fix may take them; at run time
+where the call is inside another trace, a scan or the student's own jax.jit) or as a constant a program closes over.
+A fix computes each step in JAX, so each batch reaches it; a loop that runs a first step, or a token call, in JAX and
+the rest in NumPy leaves batches that never did. The kernel reports them once the loop has returned (the agent asks
+ASK_FED after the grader's call), so a timed loop pays one question, not one a step.
 """
 
 import functools
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 RESTART_TOLERANCE = 1e-5  # relative: the given weights as the loop passes them, cast (float32, float64) or reshaped
@@ -33,10 +41,23 @@ class LoopJit:
 
     number: int | None
 
-    def __init__(self, restart: tuple[Sequence[float], Sequence[float]] | None = None) -> None:
+    def __init__(self, restart: tuple[Sequence[float], Sequence[float]] | None = None,
+                 watch: Iterable[Any] | None = None) -> None:
         self.restart, self.traces, self.computing, self.number = restart, 0, 0, None
         self.functions: set[str] = set()  # which of the functions made with it traced, as the loop numbered them
+        self.watch = None if watch is None else [fingerprint(x) for x in watch]
+        self.reported: set[int] = set()  # the watched batches the kernel reported (the wire's ASK_FED)
         self._jit: Callable[..., Callable[..., Any]] | None = None
+
+    def reached(self, indices: Iterable[int]) -> None:
+        self.reported.update(i for i in indices if 0 <= i < len(self.watch or ()))
+
+    def fed(self) -> set[int]:
+        """The watched batches that reached a function made with it: as the kernel reported, or, in one process,
+        found here."""
+        if self._jit is not None:
+            return self._jit.fed()  # type: ignore[attr-defined]
+        return set(self.reported)
 
     def traced(self, computes: bool, function: str = "0") -> None:
         self.traces += 1
@@ -45,19 +66,20 @@ class LoopJit:
 
     def __call__(self, fn: Callable[..., Any], **options: Any) -> Callable[..., Any]:
         if self._jit is None:  # one jit, which numbers the functions made with it
-            self._jit = make_loop_jit(self.traced, self.restart)
+            self._jit = make_loop_jit(self.traced, self.restart, self.watch)
         return self._jit(fn, **options)
 
 
-def make_loop_jit(traced: Callable[[bool, str], Any],
-                  restart: tuple[Sequence[float], Sequence[float]] | None = None) -> Callable[..., Callable[..., Any]]:
+def make_loop_jit(traced: Callable[[bool, str], Any], restart: tuple[Sequence[float], Sequence[float]] | None = None,
+                  watch: Sequence[Any] | None = None) -> Callable[..., Callable[..., Any]]:
     """The jit, where the loop runs: jax.jit(fn, **options) whose body calls traced(whether fn computes a step, which
     function made with this jit it is) at each trace (and, with restart, runs fn's program with the other weights in
-    place of the given ones)."""
+    place of the given ones). Its `fed()` is the watched batches that reached the functions it made (Watch)."""
     import jax  # where the loop runs only: the grader imports this module and never starts JAX for it
     import numpy as np
 
     made: list[str] = []
+    seen = Watch(watch or ())
 
     def jit(fn, **options):
         function = str(len(made))
@@ -67,13 +89,115 @@ def make_loop_jit(traced: Callable[[bool, str], Any],
         def counted(*a, **k):
             program = Program(fn, a, k)
             traced(program.computes_a_step(), function)
+            if watch and program.closed is not None:
+                seen.keep(program.closed.consts)  # batches the program closes over reach it too
             if restart is None:
                 return fn(*a, **k)
             return program.run_restarted(*(np.asarray(v, np.float64).ravel() for v in restart))
 
-        return jax.jit(counted, **options)
+        jitted = jax.jit(counted, **options)
+        return Watched(jitted, seen) if watch else jitted
 
+    jit.fed = seen.found  # type: ignore[attr-defined]
     return jit
+
+
+class Watched:
+    """A function made with the grader's jit, watched: jax.jit's function, whose calls first show their arguments to
+    the Watch; its ahead-of-time stages (trace, lower, compile) are watched too, so a program compiled ahead of time
+    shows what it is called on. Anything else (eval_shape, ...) is jax.jit's."""
+
+    STAGES = ("trace", "lower", "compile")
+
+    def __init__(self, jitted: Any, watch: "Watch") -> None:
+        self._jitted, self._watch, self.__wrapped__ = jitted, watch, jitted  # inspect.signature follows __wrapped__
+
+    def __call__(self, *a: Any, **k: Any) -> Any:
+        self._watch.keep((a, k))
+        return self._jitted(*a, **k)
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self._jitted, name)
+        if name not in self.STAGES:
+            return found
+
+        @functools.wraps(found)
+        def staged(*a, **k):
+            return Watched(found(*a, **k), self._watch)
+
+        return staged
+
+
+def fingerprint(x: Any) -> list[Any]:
+    """A batch's x as the kernel looks for it: [rows, its first row, a digest of all of it], each as float32."""
+    import numpy as np  # the grader's NumPy, or the kernel's
+
+    rows = np.ascontiguousarray(np.asarray(x, np.float32).reshape(len(x), -1))
+    return [len(rows), rows[0].tolist(), hashlib.sha256(rows.tobytes()).hexdigest()]
+
+
+class Watch:
+    """Which watched batches (fingerprint) the arrays handed to the jit's functions hold. The arrays are kept as they
+    are handed in (a NumPy array copied: a loop may refill one buffer at each step) and searched once the loop has
+    returned (found), so a step pays a copy, not a search."""
+
+    def __init__(self, fingerprints: Sequence[Any]) -> None:
+        self.fingerprints = list(fingerprints)
+        self.kept: list[Any] = []  # concrete arrays, NumPy or JAX
+
+    def keep(self, values: Any) -> None:
+        """The float arrays of two dimensions or more among values; those that are a trace's (a call inside a scan or
+        another jit), at run time, through a debug callback."""
+        import jax  # where the loop runs only, as make_loop_jit's
+        import numpy as np
+
+        if not self.fingerprints:
+            return
+        arrays = [leaf for leaf in jax.tree_util.tree_leaves(values)
+                  if getattr(leaf, "ndim", 0) >= 2 and np.issubdtype(getattr(leaf, "dtype", np.int8), np.floating)]
+        abstract = [leaf for leaf in arrays if isinstance(leaf, jax.core.Tracer)]
+        self.kept.extend(np.array(leaf) if isinstance(leaf, np.ndarray) else leaf
+                         for leaf in arrays if not isinstance(leaf, jax.core.Tracer))
+        if abstract:
+            jax.debug.callback(lambda *values: self.kept.extend(np.array(v) for v in values), *abstract)
+
+    def found(self) -> set[int]:
+        """The watched batches that some kept array holds: each batch's rows in a row, as they are or with the
+        array's last two axes swapped, in its first or last columns (x joined with y), padding around them."""
+        import jax  # where the loop runs only, as make_loop_jit's
+        import numpy as np
+
+        jax.effects_barrier()  # the debug callbacks of a program that has run
+        found: set[int] = set()
+        for array in list(self.kept):
+            array = np.asarray(array, np.float32)
+            for view in (array, np.swapaxes(array, -1, -2)):
+                for rows in _column_windows(view, len(self.fingerprints[0][1])):
+                    found |= {i for i, fp in enumerate(self.fingerprints) if i not in found and _holds(rows, fp)}
+        return found
+
+
+def _column_windows(view: Any, features: int) -> list[Any]:
+    """view's first and last `features` columns, as rows of that many values (none where it has fewer columns)."""
+    import numpy as np  # where the loop runs only, as make_loop_jit's
+
+    columns = view.shape[-1]
+    if columns < features:
+        return []
+    return [np.ascontiguousarray(view[..., start:start + features]).reshape(-1, features)
+            for start in sorted({0, columns - features})]
+
+
+def _holds(rows: Any, fp: Sequence[Any]) -> bool:
+    """Whether rows holds the fingerprinted batch's rows, one after another."""
+    import numpy as np  # where the loop runs only, as make_loop_jit's
+
+    count, first, digest = fp
+    for start in np.flatnonzero((rows == np.float32(first)).all(axis=1)):
+        block = rows[start:start + count]
+        if len(block) == count and hashlib.sha256(block.tobytes()).hexdigest() == digest:
+            return True
+    return False
 
 
 STEP_ARITHMETIC = {"dot_general", "conv_general_dilated"}  # a matrix product, however it is written (@, einsum, ...)

@@ -25,6 +25,9 @@ _refs: dict[int, Any] = {}  # number -> object the grader holds a reference to
 # number -> the function standing in for one of the grader's slow functions: handed in again, it is the same
 # function, as a function passed twice in one process is (a time_call that remembers functions meets it again)
 _slow_functions: dict[int, collections.abc.Callable[[Any], Any]] = {}
+# (number, jit) of the grader's loop jits handed in by the request being answered: once the call has returned, each
+# reports which of the grader's batches reached it (loop_jit.py's Watch), one question per loop, not one per step
+_watching: list[tuple[int, Any]] = []
 
 
 def _ref(value):
@@ -95,9 +98,12 @@ def _decode(value, dirs):
             from perfaudit.autograde.evidence.loop_jit import make_loop_jit
 
             ask = get_ipython().kernel.raw_input
-            return make_loop_jit(lambda computes, function: ask(protocol.prompt(asks.ASK_TRACED, value["id"],
-                                                                                 int(computes), function)),
-                                 value.get("restart"))
+            jit = make_loop_jit(lambda computes, function: ask(protocol.prompt(asks.ASK_TRACED, value["id"],
+                                                                                int(computes), function)),
+                                value.get("restart"), value.get("watch"))
+            if value.get("watch"):
+                _watching.append((value["id"], jit))
+            return jit
         if tag == protocol.HANDOUT:
             # the grader's handout.py run here only when the grader hands in a loop of it: see _user_namespace
             from perfaudit.autograde.evidence.handed_out import made_from
@@ -169,10 +175,27 @@ def _answer(request):
         function = _refs[request["ref"]] if "ref" in request else _decode(request["fn"], dirs)
         args = [_decode(a, dirs) for a in request["args"]]
         kwargs = {k: _decode(v, dirs) for k, v in request["kwargs"].items()}
-        value = function(*args, **kwargs)
+        try:
+            value = function(*args, **kwargs)
+            encoded = encode(value)  # the loop's results, ready
+            _report_fed()
+        finally:
+            _watching.clear()
+        return protocol.reply(encoded, [snapshot(d) for d in dirs])
     else:
         raise ValueError(f"unknown request {op!r}")
     return protocol.reply(encode(value), [snapshot(d) for d in dirs])
+
+
+def _report_fed():
+    """Each watching loop jit of this call says which of the grader's batches reached it (asks.ASK_FED)."""
+    if not _watching:
+        return
+    from IPython import get_ipython  # IPython only where the grader handed in a watching jit: see _user_namespace
+
+    ask = get_ipython().kernel.raw_input
+    for number, jit in _watching:
+        ask(protocol.prompt(asks.ASK_FED, number, ",".join(str(i) for i in sorted(jit.fed())) or "-"))
 
 
 def handle(request_b64: str) -> str:

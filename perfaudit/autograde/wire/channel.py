@@ -215,6 +215,8 @@ class KernelChannel:
             if word == asks.ASK_TRACED:
                 # whether the traced function computes a step, and which function made with the jit it is
                 slow.traced(details[:1] == ["1"], details[1] if len(details) > 1 else "0")
+            elif word == asks.ASK_FED and details:  # the batches that reached its functions: "0,2,3", or "-"
+                slow.reached(int(i) for i in details[0].split(",") if i.isascii() and i.isdigit() and len(i) < 6)
         elif isinstance(slow, GraderJit):
             answer = slow.answer(text, received)
         elif slow is not None and word == asks.ASK_CALL:
@@ -276,7 +278,7 @@ class Exchange:
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value
                 value.number = number
-                return {protocol.TAG: protocol.LOOPJIT, "id": number, "restart": value.restart}
+                return {protocol.TAG: protocol.LOOPJIT, "id": number, "restart": value.restart, "watch": value.watch}
             if isinstance(value, SlowFunction):  # one number each: handed in again, the kernel knows it as the same
                 number = next((n for n, known in self.slow.items() if known is value), len(self.slow) + 1)
                 self.slow[number] = value

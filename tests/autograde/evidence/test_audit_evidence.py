@@ -12,6 +12,7 @@ from loops import count_traces, fixed_train
 from perfaudit import handout, variants
 from perfaudit.answer_key import answers
 from perfaudit.autograde import graded, hidden
+from perfaudit.autograde.evidence import audit_evidence
 from perfaudit.fixtures.catalog.cheats import invented
 
 EVIDENCE = "measured: the trace count and JAX's explanation of each miss"
@@ -269,16 +270,27 @@ def test_the_grader_counts_the_fix_s_traces_and_sees_its_values_come_from_what_i
         hidden.check_fixed_traces(step_and_loss_made_apart)
 
 
+first_step_in_jax_the_rest_in_numpy = _catalog_fix(invented.FIRST_STEP_IN_JAX_THE_REST_IN_NUMPY_FIX)
+affine_map_in_one_jitted_product = _catalog_fix(invented.AFFINE_MAP_IN_ONE_JITTED_PRODUCT_FIX)
+numpy_when_its_jit_is_jax_jit = _catalog_fix(invented.NUMPY_WHEN_ITS_JIT_IS_JAX_JIT_FIX)
+
+
 def test_a_fix_that_computes_its_values_without_what_it_jits_earns_no_fix_point():
     for check in (hidden.check_fixed_values, hidden.check_fixed_traces,
                   lambda fix: hidden.check_speedup_measured(fix, 5.0, [5.0] * 3, [1.0] * 3, variant="B")):
-        for beside in (reference_beside_a_jitted_product,  # arithmetic in its program, but not where the weights are
-                       reference_through_a_jitted_identity_product, handed_out_loop_plus_zero_times_a_jitted_step,
-                       numpy_updates_that_copy_a_jitted_nan):
-            with pytest.raises(AssertionError, match="started from other weights than the ones fixed_train was given: "
-                                                     "fixed_train returned the weights the handed-out loop ends with "
-                                                     "from the weights fixed_train was given"):
+        # arithmetic in its program, but the batches never (or once) went in: the steps were computed elsewhere
+        for beside, reached in ((reference_beside_a_jitted_product, 1),
+                                (reference_through_a_jitted_identity_product, 0),
+                                (handed_out_loop_plus_zero_times_a_jitted_step, 1),
+                                (first_step_in_jax_the_rest_in_numpy, 1), (affine_map_in_one_jitted_product, 0)):
+            with pytest.raises(AssertionError, match=f": {reached} of the grader's 8 batches reached the functions it "
+                                                     "made with that jit .*so that JAX computes every step"):
                 check(beside)
+        # every batch goes into a jitted product, but the weights it returns are NumPy's
+        with pytest.raises(AssertionError, match="started from other weights than the ones fixed_train was given: "
+                                                 "fixed_train returned the weights the handed-out loop ends with "
+                                                 "from the weights fixed_train was given"):
+            check(numpy_updates_that_copy_a_jitted_nan)
         for no_step in (reference_beside_a_token_call, reference_times_a_token_call,  # NaN reaches the last two
                         reference_on_data_through_a_jitted_identity):
             with pytest.raises(AssertionError, match="computes no step of the loop"):
@@ -291,3 +303,28 @@ def test_the_grader_s_clock_finds_the_fix_faster_and_the_original_not_a_fix():
     hidden.check_speedup_measured(fixed_train, speedup, [5.0] * 3, [1.0] * 3, variant="B")
     with pytest.raises(AssertionError, match="the grader counted 8 traces"):
         hidden.check_speedup_measured(original, speedup, [5.0] * 3, [1.0] * 3, variant="B")
+
+
+def test_the_loop_the_grader_times_runs_with_the_grader_s_jit_and_every_batch_reaches_it():
+    """A fix cannot tell the timed run by its jit: the NumPy reference it keeps for jax.jit never runs, and the loop
+    timed is the JAX one whose traces and carry the other checks saw. A timed loop whose steps skip the jitted
+    functions is told so."""
+    hidden.check_fixed_values(numpy_when_its_jit_is_jax_jit)  # its JAX loop is a fix
+    timed = []
+
+    def reference_when_timed(w, batches, lr0, jit=jax.jit):
+        timed.append(type(jit).__name__)
+        return numpy_when_its_jit_is_jax_jit(w, batches, lr0, jit)
+
+    audit_evidence.grader_speedup(reference_when_timed, "A", np.random.default_rng(1))
+    assert timed == ["LoopJit"] * audit_evidence.ROUNDS
+    calls = []
+
+    def only_the_first_call_in_jax(w, batches, lr0, jit=jax.jit):
+        calls.append(1)
+        return fixed_train(w, batches, lr0, jit) if len(calls) == 1 else first_step_in_jax_the_rest_in_numpy(
+            w, batches, lr0, jit)
+
+    with pytest.raises(AssertionError, match="timed by the grader on new batches with the grader's jit: 1 of the "
+                                             "grader's 8 batches reached"):
+        audit_evidence.grader_speedup(only_the_first_call_in_jax, "B", np.random.default_rng(2))

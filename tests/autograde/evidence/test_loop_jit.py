@@ -76,3 +76,53 @@ def test_a_program_made_inside_the_student_s_own_jit_closing_over_its_values_is_
         return jit(lambda: w * 2)()
 
     assert np.asarray(outer(np.float32(given))).tolist() == ((given + 1) * 2).tolist()
+
+
+def _batches(sizes=(5, 9, 7)):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal((n, 3)).astype(np.float32) for n in sizes]
+
+
+def test_the_watch_sees_each_batch_however_a_fix_hands_it_to_its_jitted_functions():
+    xs = _batches()
+    rows = max(len(x) for x in xs)
+    padded = [np.pad(x, ((0, rows - len(x)), (0, 0))) for x in xs]
+    ways = {
+        "as given": lambda jit: [jit(lambda x: x.sum())(x) for x in xs],
+        "padded, one buffer refilled": lambda jit: [_refilled(jit, xs, rows)],
+        "stacked": lambda jit: jit(lambda s: s.sum())(np.stack(padded)),
+        "a tuple, float64": lambda jit: jit(lambda t: sum(a.sum() for a in t))(tuple(np.float64(x) for x in xs)),
+        "joined with y, transposed": lambda jit: [jit(lambda a: a.sum())(np.hstack([x, x[:, :1]]).T) for x in xs],
+        "a constant it closes over": lambda jit: jit(lambda k: (jnp.asarray(np.stack(padded)) * k).sum())(2.0),
+        "inside a scan": lambda jit: jax.lax.scan(lambda c, x: (c + jit(lambda x: x.sum())(x), None), 0.0,
+                                                  np.stack(padded)),
+        "inside the student's own jax.jit": lambda jit: [jax.jit(lambda x: jit(lambda x: x.sum())(x))(x) for x in xs],
+        "compiled ahead of time": lambda jit: [_compiled(jit, padded[0])(x) for x in padded],
+    }
+    for way, run in ways.items():
+        jit = LoopJit(watch=xs)
+        jax.block_until_ready(run(jit))
+        assert jit.fed() == {0, 1, 2}, way
+
+
+def _compiled(jit, like):
+    return jit(lambda x: x.sum()).lower(like).compile()
+
+
+def _refilled(jit, xs, rows):
+    step, buffer = jit(lambda x: x.sum()), np.zeros((rows, 3), np.float32)
+    for x in xs:  # a loop may fill one buffer at each step: each call's batch is kept as it was then
+        buffer[:] = 0
+        buffer[:len(x)] = x
+        step(buffer)
+
+
+def test_the_watch_misses_batches_that_never_reach_a_jitted_function():
+    xs = _batches()
+    jit = LoopJit(watch=xs)
+    jit(lambda x: x.sum())(xs[0])  # the first step only
+    jit(lambda x: x.sum())(xs[1][1:])  # a batch without its first row
+    jit(lambda x: x.sum())(xs[2] + 1e-3)  # other values
+    jax.eval_shape(jit(lambda x: x.sum()), xs[1])  # traced, never run
+    assert jit.fed() == {0}
+    assert LoopJit().fed() == set()  # nothing watched

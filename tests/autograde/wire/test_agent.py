@@ -104,6 +104,33 @@ def test_the_grader_s_loop_jit_reports_each_trace_on_stdin_and_keeps_the_loop_s_
         assert reply["value"]["v"] == expected  # restarted: the ones the loop was given are twos in the program
 
 
+def test_a_watching_loop_jit_reports_the_batches_that_reached_it_once_the_call_has_returned(namespace, monkeypatch):
+    """One question per loop, after it returned (so a timed loop pays one, not one a step): which of the grader's
+    batches went into the functions made with the jit; none is said as "-"."""
+    import types
+
+    import IPython
+
+    from perfaudit.autograde.evidence.loop_jit import fingerprint
+
+    asked = []
+    kernel = types.SimpleNamespace(raw_input=lambda prompt: asked.append(prompt) or "")
+    monkeypatch.setattr(IPython, "get_ipython", lambda: types.SimpleNamespace(kernel=kernel))
+    batches = [np.arange(6, dtype=np.float32).reshape(2, 3) + k for k in (0.5, 10.5, 20.5)]
+
+    def train(steps, jit):
+        step = jit(lambda x: (x @ np.ones(3, np.float32)).sum())
+        return [float(step(x)) for x in batches[:steps]]
+
+    namespace["train"] = train
+    ref = ask({"op": protocol.LOOKUP, "name": "train"})["value"]
+    for steps, said in ((2, "0,1"), (0, "-")):
+        asked.clear()
+        jit = {"$": protocol.LOOPJIT, "id": 9, "restart": None, "watch": [fingerprint(x) for x in batches]}
+        assert ask({"op": protocol.CALL, "ref": ref["id"], "args": [steps, jit], "kwargs": {}})["ok"]
+        assert asked[-1] == f"perfaudit-fed 9 {said}" and sum("perfaudit-fed" in a for a in asked) == 1
+
+
 def test_a_handed_out_loop_is_made_from_the_grader_s_file_not_the_kernel_s_module(namespace, monkeypatch, tmp_path):
     """The grader's handout value, called or handed in as an argument: the kernel makes the loop anew from the text
     the grader sent, so a handout module the student patched (or an original_train rebound) is not what runs."""
