@@ -35,6 +35,8 @@ def _read(path):
         return None, "the file is empty (0 bytes of notebook)"
     try:
         nb = json.loads(data)
+    except RecursionError:
+        return None, "malformed: JSON nested too deeply to be a notebook"
     except UnicodeDecodeError as error:
         return None, f"malformed: not UTF-8 text ({error.reason} at byte {error.start})"
     except json.JSONDecodeError as error:
@@ -42,8 +44,35 @@ def _read(path):
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         return None, "malformed: valid JSON but not a notebook (no list of cells)"
     if nb.get("nbformat") != 4:
-        return None, f"malformed: notebook format {nb.get('nbformat')!r}, expected 4"
-    return nb, None
+        return None, f"malformed: notebook format {one_line(repr(nb.get('nbformat')))[:20]}, expected 4"
+    wrong = _misshapen(nb)
+    return (None, f"malformed: valid JSON but not a notebook ({wrong})") if wrong else (nb, None)
+
+
+JSON_KINDS = {int: "a number", float: "a number", str: "a string", list: "a list", bool: "true or false",
+              type(None): "null"}
+
+
+def _misshapen(nb):
+    """Where nb is not shaped as a notebook's JSON in the parts this module and nbgrader read, else None: a cell
+    that is not an object, a metadata that is not one, a source that is not text (each read below without a type
+    check)."""
+    if not isinstance(nb.get("metadata", {}), dict):
+        return "its metadata is not an object"
+    for i, cell in enumerate(nb["cells"]):
+        if not isinstance(cell, dict):
+            return f"cell {i} is {JSON_KINDS.get(type(cell), 'a value')}, not a cell"
+        if cell.get("cell_type") not in ("code", "markdown", "raw"):
+            return f"cell {i} has no cell type nbformat knows"
+        source = cell.get("source", "")
+        if not isinstance(source, str) and not (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+            return f"cell {i}'s source is not text"
+        metadata = cell.get("metadata", {})
+        if not isinstance(metadata, dict) or not isinstance(metadata.get("nbgrader", {}), dict):
+            return f"cell {i}'s metadata is not an object"
+        if not isinstance(metadata.get("nbgrader", {}).get("grade_id", ""), (str, type(None))):
+            return f"cell {i}'s grade id is not text"
+    return None
 
 
 def _cell_problems(nb, expected_ids):

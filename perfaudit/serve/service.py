@@ -75,6 +75,7 @@ class Service:
         self.stopping = False
         self.client: Client | None = None  # the Dask client, while run() runs
         self.limits_notes = limits_notes  # where the hub's limits service leaves notes for students, or None
+        self.unfinished: dict[str, tuple[int, int]] = {}  # inbound folders seen without their secret (exchange.scan)
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind: str, student: str) -> Path:
@@ -115,7 +116,7 @@ class Service:
         """Add every new complete submission of the exchange's inbound to the ledger, decided; and every odd entry
         there (a link, a FIFO, a folder its student closed), skipped."""
         found, odd = exchange.scan(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions,
-                                   self.limits.unreadable_after_s)
+                                   self.limits.unreadable_after_s, self.unfinished)
         for entry in odd:
             self.skip(entry)
         gone = self.forget_skipped_gone()
@@ -267,7 +268,13 @@ class Service:
 
     def start(self, name: str) -> None:
         student, submitted = self.collect(name)
-        found = diagnose.diagnose(submitted, self.session.expected, self.coursedir.ignore)
+        try:
+            found = diagnose.diagnose(submitted, self.session.expected, self.coursedir.ignore)
+        except OSError:
+            raise  # the disk, not the notebook: the environment's fault
+        except Exception as error:  # noqa: BLE001 - the student's files broke their reading: theirs alone, no pause
+            raise UnreadableSubmission(f"its notebooks could not be read as notebooks ({type(error).__name__})") \
+                from error
         if not found.gradable:
             self.write_and_release(name, found, run.fingerprint(submitted, self.coursedir.ignore), None)
             return

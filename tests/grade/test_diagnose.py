@@ -56,6 +56,27 @@ def test_a_file_that_is_no_notebook_says_what_it_is(tmp_path):
         "02-tracing": ["malformed: notebook format 3, expected 4"]}
 
 
+def test_json_shaped_unlike_a_notebook_is_a_reason_never_an_error(tmp_path):
+    """A notebook's JSON with cells that are numbers, metadata that is a list, a source that is no text or nesting
+    deeper than Python's parser goes: each a reason for that notebook alone (one used to raise in the grading
+    service's own process and stop grading for the whole class)."""
+    shaped = {"01-timing": '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [1]}',
+              "02-tracing": '{"nbformat": 4, "nbformat_minor": 5, "metadata": [], "cells": []}',
+              "03-evidence": '{"nbformat": 4, "metadata": {}, "cells": [{"cell_type": "code", "source": 7}]}'}
+    assert diagnose(_folder(tmp_path, **shaped), EXPECTED).reasons == {
+        "01-timing": ["malformed: valid JSON but not a notebook (cell 0 is a number, not a cell)"],
+        "02-tracing": ["malformed: valid JSON but not a notebook (its metadata is not an object)"],
+        "03-evidence": ["malformed: valid JSON but not a notebook (cell 0's source is not text)"]}
+    shaped = {"01-timing": '{"nbformat": 4, "cells": [{"cell_type": "code", "metadata": {"nbgrader": []}}]}',
+              "02-tracing": '{"nbformat": 4, "cells": [{"cell_type": "code", "metadata": {"nbgrader": {"grade_id": '
+                            '[1]}}}]}',
+              "03-evidence": '{"cells": ' + "[" * 200_000 + "]" * 200_000 + "}"}
+    assert diagnose(_folder(tmp_path / "again", **shaped), EXPECTED).reasons == {
+        "01-timing": ["malformed: valid JSON but not a notebook (cell 0's metadata is not an object)"],
+        "02-tracing": ["malformed: valid JSON but not a notebook (cell 0's grade id is not text)"],
+        "03-evidence": ["malformed: JSON nested too deeply to be a notebook"]}
+
+
 def test_missing_misnamed_extra_and_foreign_notebooks_each_say_so(tmp_path):
     folder = _folder(tmp_path, **{"timing (1)": _notebook("time_call", "test_time_call"),
                                   "02-tracing": _notebook("report"), "03-evidence": _notebook("other_course_cell"),

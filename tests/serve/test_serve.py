@@ -169,3 +169,23 @@ def test_a_submission_that_hangs_its_worker_is_told_so_and_the_next_is_graded(tm
         wait_for(root, lambda f: statuses(f) == ["failed", "graded"], "the next graded", service=running)
     assert course.scores(root) == {STUDENT: {STEM: (5, 5)}}
     assert f"{STEM} (Score: 5.0 / 5.0)" in newest_pages(student)[STEM]
+
+
+def test_a_notebook_shaped_unlike_one_is_told_so_and_the_class_is_graded(tmp_path):
+    """A notebook whose cells are numbers (67 bytes, from a fresh attacker on the hub) used to raise in the service's
+    own process: grading stopped for the whole class, and again at each restart. It is its student's problem now:
+    their page says what is wrong, and the next submission is graded."""
+    root = course_with_exchange(tmp_path / "course", settings=SETTINGS)
+    student = student_home(tmp_path / "student", root / "exchange")
+    (student / ASSIGNMENT).mkdir()
+    (student / ASSIGNMENT / paths.STAGES[1]).write_text(
+        '{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [1]}')
+    course.nbgrader("submit", ASSIGNMENT, course_dir=student)
+    with service(root, *FAST) as running:
+        wait_for(root, lambda f: statuses(f) == ["graded"], "the misshapen notebook answered", service=running)
+        page = newest_pages(student)[STEM]
+        assert "(not graded)" in page and "cell 0 is a number, not a cell" in page, page
+        submit(student, "correct")
+        wait_for(root, lambda f: statuses(f) == ["graded", "graded"], "the next graded", service=running)
+        assert "GRADING STOPPED" not in running.log(), running.log()
+    assert course.scores(root) == {STUDENT: {STEM: (5, 5)}}
