@@ -53,8 +53,8 @@ def arrivals(inbound: str | Path, assignment: str, known: Container[str]) -> lis
     return scan(inbound, assignment, known)[0]
 
 
-def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: float = 0.0
-         ) -> tuple[list[tuple[str, str, datetime]], list[Odd]]:
+def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: float = 0.0,
+         unfinished: dict[str, tuple[int, int]] | None = None) -> tuple[list[tuple[str, str, datetime]], list[Odd]]:
     """What inbound/ holds that is not in known: (complete submissions, oldest first; odd entries).
 
     Complete: the secret, which submit writes last, is there. Names are split as nbgrader's collect splits them;
@@ -63,6 +63,10 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
     nbgrader's submit never writes). Nothing is followed and no error of one entry stops the scan: each is its maker's
     problem. A folder the service may not open is odd only once it has not changed for settle_s seconds (a copy in
     progress under a strict umask is closed for a moment, until submit sets its modes).
+
+    unfinished (the caller's, kept from scan to scan): {name: (mtime, ctime)} of folders seen without their secret,
+    each looked at again only once it has changed (a file added, its modes set). Tens of thousands of such folders,
+    made in seconds, were opened again at every scan and delayed everyone's submissions by seconds each time.
     """
     arrived: list[tuple[str, str, datetime]] = []
     odd: list[Odd] = []
@@ -70,6 +74,9 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
         names = os.listdir(inbound)
     except FileNotFoundError:
         return arrived, odd
+    if unfinished is not None:
+        for gone in set(unfinished) - set(names):
+            del unfinished[gone]
     for name in names:
         if name in known:
             continue
@@ -77,6 +84,10 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
             info = os.lstat(Path(inbound) / name)
         except FileNotFoundError:
             continue  # gone since it was listed
+        changed = (info.st_mtime_ns, info.st_ctime_ns)
+        if unfinished is not None and unfinished.pop(name, None) == changed:
+            unfinished[name] = changed
+            continue  # unfinished, and unchanged since
         parts = name.rsplit("+", 3)
         if len(parts) >= 3 and parts[1] != assignment and name.isprintable():
             continue  # another assignment's submission: not this service's
@@ -89,11 +100,14 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
             odd.append(Odd(name, account_of(info.st_uid), why))
         elif complete and when is not None:
             arrived.append((name, parts[0], when))
+        elif complete is None and unfinished is not None:
+            unfinished[name] = changed
     return sorted(arrived, key=lambda item: (item[2], item[0])), odd
 
 
-def _examine(path: Path, info: os.stat_result, parts: list[str], settle_s: float) -> tuple[str | None, bool]:
-    """(why the entry is odd or None, whether it is a complete submission)."""
+def _examine(path: Path, info: os.stat_result, parts: list[str], settle_s: float
+             ) -> tuple[str | None, bool | None]:
+    """(why the entry is odd or None, whether it is a complete submission: None for a folder without its secret)."""
     if not stat.S_ISDIR(info.st_mode):
         kind = "a file" if stat.S_ISREG(info.st_mode) else submission.kind(info.st_mode)
         return f"{kind}, not a submission's folder", False
@@ -115,7 +129,7 @@ def _examine(path: Path, info: os.stat_result, parts: list[str], settle_s: float
         os.listdir(folder)
         handle = os.open(SECRET, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
     except FileNotFoundError:
-        return None, False  # still being written: submit writes the secret last
+        return None, None  # still being written: submit writes the secret last
     except PermissionError:
         return (closed, False) if time.time() - info.st_ctime >= settle_s else (None, False)
     except OSError as error:

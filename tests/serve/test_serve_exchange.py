@@ -74,6 +74,30 @@ def test_complete_new_submissions_arrive_oldest_first_with_their_student_and_tim
         "guy": (getpass.getuser(), "a name nbgrader's submit does not write (its time cannot be read)")}
 
 
+def test_a_folder_without_its_secret_is_looked_at_again_only_once_it_changes(tmp_path):
+    """Thousands of folders named like submissions, none with a secret (a flood in seconds): each is opened once, then
+    only lstat'ed until it changes; its secret written, it arrives."""
+    names = [f"eve+{A}+2026-01-01 10:00:00.{n:06d} UTC+r{n}" for n in range(3000)]
+    for name in names:
+        _submitted(tmp_path, name, secret=None)
+    unfinished = {}
+    assert exchange.scan(tmp_path, A, set(), 0.0, unfinished) == ([], []) and set(unfinished) == set(names)
+    opened = []
+    real_open = os.open
+    try:
+        os.open = lambda *a, **k: opened.append(a[0]) or real_open(*a, **k)
+        assert exchange.scan(tmp_path, A, set(), 0.0, unfinished) == ([], [])
+        assert opened == []  # nothing opened again: none changed
+        (tmp_path / names[7] / exchange.SECRET).write_text("s3cret")  # finished: the folder changed
+        found, _ = exchange.scan(tmp_path, A, set(), 0.0, unfinished)
+    finally:
+        os.open = real_open
+    assert [name for name, *_ in found] == [names[7]] and len(opened) == 2  # that folder and its secret
+    shutil.rmtree(tmp_path / names[0])
+    exchange.scan(tmp_path, A, set(), 0.0, unfinished)
+    assert names[0] not in unfinished and names[7] not in unfinished  # gone, and arrived
+
+
 def test_a_submission_s_owner_notebooks_and_secret(tmp_path):
     folder = _submitted(tmp_path, "ada", files=("02-tracing.ipynb", "01-timing.ipynb", "notes.txt", "n1.ipynb"))
     (folder / "03-evidence.ipynb").symlink_to(folder / "01-timing.ipynb")

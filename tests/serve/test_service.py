@@ -163,7 +163,7 @@ def _service_of(shared, **limits):
     config = course_config(paths.ROOT)
     config.CourseDirectory.root = str(shared / "course")
     stand_in = SimpleNamespace(exchange=shared / "exchange" / "course101", ledger=Ledger(shared / "course" / "l.json"),
-                               limits_notes=None,
+                               limits_notes=None, unfinished={},
                                limits=GradingService(**limits), out=io.StringIO(), in_flight={}, client=None,
                                coursedir=CourseDirectory(config=config), due=lambda: None)
     for name, method in vars(Service).items():
