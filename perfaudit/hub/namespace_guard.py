@@ -19,6 +19,7 @@ from collections.abc import Callable
 from jupyterhub.spawner import LocalProcessSpawner
 
 from perfaudit.autograde.isolation import syscalls
+from perfaudit.hub import memory_group
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2  # linux/prctl.h, linux/seccomp.h
 
@@ -51,11 +52,13 @@ def installer(machine: str | None = None) -> Callable[[], None]:
     return install
 
 
-def guarded(become: Callable[[], None]) -> Callable[[], None]:
-    """become (the spawner's switch to the person's account), with the filter installed first."""
+def guarded(become: Callable[[], None], join: Callable[[], None] = lambda: None) -> Callable[[], None]:
+    """become (the spawner's switch to the person's account), with the filter installed first, and the server moved
+    into the person's memory group (join: perfaudit/hub/memory_group.py) while still root."""
     install = installer()
 
     def preexec() -> None:
+        join()
         install()
         become()
 
@@ -63,7 +66,11 @@ def guarded(become: Callable[[], None]) -> Callable[[], None]:
 
 
 class GuardedSpawner(LocalProcessSpawner):
-    """LocalProcessSpawner whose servers start under the filter (c.JupyterHub.spawner_class)."""
+    """LocalProcessSpawner whose servers start under the filter, each in its person's memory group where the machine
+    has one (c.JupyterHub.spawner_class)."""
 
     def make_preexec_fn(self, name: str) -> Callable[[], None]:
-        return guarded(super().make_preexec_fn(name))
+        group = memory_group.prepare(name, self.mem_limit) if self.mem_limit else None
+        if group is None and self.mem_limit:
+            self.log.warning("no memory cgroup here: %s's server is limited by rlimits and the watchdog alone", name)
+        return guarded(super().make_preexec_fn(name), memory_group.joiner(group))
