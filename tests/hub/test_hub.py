@@ -42,7 +42,7 @@ from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange, preflight, settings, userenv
+from perfaudit.hub import accounts, exchange, memory_group, preflight, settings, userenv
 from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
@@ -500,10 +500,16 @@ def kernels_are_private(kernel):
 def runs_under_the_limits(kernel):
     """A student's kernel and the server that started it run under the hub's limits
     (perfaudit/hub/server_limits.py): the memory of each process capped, their processes counted, their priority
-    lowered; and under the filter that refuses a user namespace (perfaudit/hub/namespace_guard.py), with no
-    no_new_privs (a student's passwd works)."""
+    lowered; under the filter that refuses a user namespace (perfaudit/hub/namespace_guard.py), with no
+    no_new_privs (a student's passwd works); and, where root may make memory cgroups, in the person's own, limited
+    (perfaudit/hub/memory_group.py)."""
     limits = settings.from_environment().limits
+    hierarchy = memory_group.hierarchy()
     for process in (kernel, kernel.parent()):
+        if hierarchy is not None:
+            group = memory_group.hierarchy(Path(f"/proc/{process.pid}"))
+            assert group is not None and group.folder == hierarchy.folder / memory_group.HUB_GROUP / process.username()
+            assert (group.folder / group.limit_file()).read_text().strip() == str(limits.memory_bytes)
         status = dict(line.split(":\t", 1) for line in Path(f"/proc/{process.pid}/status").read_text().splitlines())
         assert (status["Seccomp"].strip(), status["NoNewPrivs"].strip()) == ("2", "0"), (process.cmdline(), status)
         found = {line[:26].strip(): line[26:].split()[:2] for line in
