@@ -70,7 +70,11 @@ class GuardedSpawner(LocalProcessSpawner):
     has one (c.JupyterHub.spawner_class)."""
 
     def make_preexec_fn(self, name: str) -> Callable[[], None]:
-        group = memory_group.prepare(name, self.mem_limit) if self.mem_limit else None
+        try:
+            group = memory_group.prepare(name, self.mem_limit) if self.mem_limit else None
+        except OSError as error:  # a limit below what the group holds now (a hub restarted with less): not a stop
+            self.log.warning("%s's memory group could not be set (%s)", name, error)
+            group = None
         if group is None and self.mem_limit:
             self.log.warning("no memory cgroup here: %s's server is limited by rlimits and the watchdog alone", name)
         return guarded(super().make_preexec_fn(name), memory_group.joiner(group))

@@ -90,7 +90,7 @@ def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ign
     config.CourseDirectory.root = str(tmp_path / "course")
     stand_in = SimpleNamespace(exchange=tmp_path / "exchange", ledger=Ledger(tmp_path / "ledger.json"),
                                limits=GradingService(check_owner=False), out=io.StringIO(), limits_notes=None,
-                               coursedir=CourseDirectory(config=config), due=lambda: None)
+                               unfinished={}, coursedir=CourseDirectory(config=config), due=lambda: None)
     for method in ("opened", "decide", "folder", "collect", "skip", "forget_skipped_gone", "untold",
                    "record_limits_notes"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
