@@ -270,8 +270,8 @@ class Service:
         student, submitted = self.collect(name)
         try:
             found = diagnose.diagnose(submitted, self.session.expected, self.coursedir.ignore)
-        except OSError:
-            raise  # the disk, not the notebook: the environment's fault
+        except (OSError, MemoryError):
+            raise  # the disk or the machine, not the notebook: the environment's fault
         except Exception as error:  # noqa: BLE001 - the student's files broke their reading: theirs alone, no pause
             raise UnreadableSubmission(f"its notebooks could not be read as notebooks ({type(error).__name__})") \
                 from error
