@@ -13,7 +13,8 @@ Where a memory controller is mounted and root may make groups under the hub's ow
 `<the hub's group>/perfaudit-hub/<account>` with the person's limit (c.Spawner.mem_limit, PERFAUDIT_HUB_MEMORY) and
 moves each server into it before it becomes the person; everything the server starts stays in it (a group's
 processes are root's to move). Where none is, servers start as before, under rlimits and the watchdog, and the hub's
-log says so. Groups are left when the hub stops: empty, they hold nothing.
+log says so. Groups are left when the hub stops (empty, they hold nothing) and go with their account
+(accounts.remove).
 """
 
 import os
@@ -65,6 +66,17 @@ def prepare(account: str, limit_bytes: int, found: Hierarchy | None = None) -> P
     if found.version == 2 and (group / "memory.swap.max").exists():
         (group / "memory.swap.max").write_text("0")  # past the limit into swap is past the limit
     return group
+
+
+def remove(account: str, found: Hierarchy | None = None) -> None:
+    """The account's group gone, where there is one and nothing runs in it (the account's removal, at a term's end)."""
+    found = found or hierarchy()
+    if found is None or not ACCOUNT.fullmatch(account):
+        return
+    try:
+        (found.folder / HUB_GROUP / account).rmdir()
+    except OSError:
+        pass  # none made, or a process still in it: left, as the hub leaves groups
 
 
 def joiner(group: Path | None):

@@ -117,6 +117,9 @@ def hub():
         left = accounts.remove([*people, (owner, None)], hub=settings.from_environment(env))
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
+    hierarchy = memory_group.hierarchy()
+    kept = [name for name, *_ in people if hierarchy and (hierarchy.folder / memory_group.HUB_GROUP / name).exists()]
+    assert not kept, f"memory groups that outlived their accounts: {kept}"
     groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
