@@ -131,4 +131,5 @@ def _lines(path: Path) -> list[str]:
 
 
 def _words(path: Path) -> list[str]:
-    return _lines(path)[0].split() if _lines(path) else []
+    lines = _lines(path)
+    return lines[0].split() if lines else []

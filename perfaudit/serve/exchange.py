@@ -85,9 +85,10 @@ def scan(inbound: str | Path, assignment: str, known: Container[str], settle_s: 
         except FileNotFoundError:
             continue  # gone since it was listed
         changed = (info.st_mtime_ns, info.st_ctime_ns)
-        if unfinished is not None and unfinished.pop(name, None) == changed:
-            unfinished[name] = changed
-            continue  # unfinished, and unchanged since
+        if unfinished is not None:
+            if unfinished.get(name) == changed:
+                continue  # unfinished, and unchanged since
+            unfinished.pop(name, None)  # changed: examined again, and kept only if still unfinished
         parts = name.rsplit("+", 3)
         if len(parts) >= 3 and parts[1] != assignment and name.isprintable():
             continue  # another assignment's submission: not this service's

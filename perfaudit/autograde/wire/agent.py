@@ -175,16 +175,12 @@ def _answer(request):
         function = _refs[request["ref"]] if "ref" in request else _decode(request["fn"], dirs)
         args = [_decode(a, dirs) for a in request["args"]]
         kwargs = {k: _decode(v, dirs) for k, v in request["kwargs"].items()}
-        try:
-            value = function(*args, **kwargs)
-            encoded = encode(value)  # the loop's results, ready
-            _report_fed()
-        finally:
-            _watching.clear()
-        return protocol.reply(encoded, [snapshot(d) for d in dirs])
+        value = function(*args, **kwargs)
     else:
         raise ValueError(f"unknown request {op!r}")
-    return protocol.reply(encode(value), [snapshot(d) for d in dirs])
+    encoded = encode(value)  # a loop's results ready, before its jits report what reached them
+    _report_fed()
+    return protocol.reply(encoded, [snapshot(d) for d in dirs])
 
 
 def _report_fed():
@@ -204,4 +200,6 @@ def handle(request_b64: str) -> str:
         reply = _answer(protocol.unpack(request_b64))
     except BaseException as error:  # noqa: BLE001 (the student's exception is the answer, not a crash)
         reply = protocol.error_reply(error)
+    finally:
+        _watching.clear()  # this request's loop jits, reported or not
     return protocol.pack(reply)
