@@ -74,6 +74,9 @@ c.Autograde.autograde_preprocessors = [
     for p in c.Autograde.get("autograde_preprocessors", Autograde.autograde_preprocessors.default())
 ] + [SanitizeOutputs]
 c.TrustedExecute.notebook_timeout = 600  # seconds for a whole notebook; Execute.timeout (30 s) is per cell
+# ... and for all of a submission's notebooks together: one whose every notebook sleeps holds a grader (on the hub, a
+# worker its classmates wait for) this long at most, not 600 s per notebook.
+c.TrustedExecute.submission_timeout = 1200
 # Cells tagged long-running in source/ (notebook 5's timings of loops that retrace at every step) get
 # TrustedExecute.long_cell_timeout instead: perfaudit/longcells.py's, which Validate gives them too (end of file).
 # The limits on one submission's student code, for plain nbgrader and the batch command alike.

@@ -91,7 +91,8 @@ def tests_digests(course_gb: "Gradebook", assignment: str) -> dict[str, str]:
 def limits_of(limits: "SandboxLimits", execute: "TrustedExecute") -> dict[str, Any]:
     """The sandbox's limits (a SandboxLimits) and the time limits (the configured TrustedExecute)."""
     found = {name: getattr(limits, name) for name in sorted(limits.trait_names(config=True))}
-    found.update(cell_timeout_s=execute.timeout, notebook_timeout_s=execute.notebook_timeout)
+    found.update(cell_timeout_s=execute.timeout, notebook_timeout_s=execute.notebook_timeout,
+                 submission_timeout_s=execute.submission_timeout)
     return found
 
 

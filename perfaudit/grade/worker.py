@@ -89,6 +89,8 @@ def autograde(course_dir: str | Path, assignment: str, student: str, notebooks: 
                 "CourseDirectory.assignment_id": assignment,
                 "CourseDirectory.student_id": student,
                 "CourseDirectory.notebook_id": notebook,
+                # one time limit for the submission's notebooks together, each a conversion of its own
+                "TrustedExecute.submission_started": started,
             },
         )
         result = _convert(_Autograde, config)

@@ -114,7 +114,8 @@ def _graded(path, config, pipeline):
         with tempfile.TemporaryDirectory(prefix="perfaudit-canary-") as folder:
             for sibling in path.parent.glob("*.ipynb"):  # as a submission holds them: notebook 4 reads notebook 3
                 shutil.copy(sibling, folder)
-            execute = pipeline(config=config, canary=False)
+            # the solution's own time, never what is left of a submission's that it is graded beside
+            execute = pipeline(config=config, canary=False, submission_started=0.0)
             nb, _ = execute.preprocess(nbformat.read(path, as_version=4),
                                        {"metadata": {"path": folder}, "nbgrader": {"student": STUDENT}})
     except Exception as error:  # noqa: BLE001 - whatever it is, it is not a student's doing

@@ -7,7 +7,9 @@
 - A kernel that dies or hangs costs only the cells it had not finished: the cell where it happened and every later
   one get a NotRun error saying why, and the tests that passed before keep their points. Whether the notebook is
   run once more (a kernel killed from outside, or one that never started) is kernel_fate.py's rule. A
-  whole-notebook time limit cuts each cell's timeout to the time left; the output kept is capped.
+  whole-notebook time limit cuts each cell's timeout to the time left, and so does a whole-submission one: a
+  submission whose every notebook sleeps holds its grader submission_timeout at most, not notebook_timeout per
+  notebook (on the hub, classmates wait behind it). The output kept is capped.
 - What one run knows (the deadline, the kernel, the channel, what stopped it) is a Run made for that run; what one
   notebook's runs share (its name, the instructor's cells, the tests' contract) a Notebook made for that notebook.
 
@@ -19,6 +21,7 @@ import os
 import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +35,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Enum, Integer
+from traitlets import Bool, Enum, Float, Integer
 from traitlets.config import Config
 import zmq
 
@@ -53,6 +56,8 @@ if TYPE_CHECKING:
     from jupyter_client.manager import KernelManager
 
 NOT_RUN = "NotRun"  # ename of the error put on cells the grader could not run
+# {nbgrader's converter: {(assignment, student): when its first notebook's run began}}: one conversion's submissions
+_SUBMISSION_STARTS: "weakref.WeakKeyDictionary[Any, dict[tuple[Any, Any], float]]" = weakref.WeakKeyDictionary()
 DEMONSTRATION = "demonstration"  # the tag of a read-and-run cell in source/ that grading skips
 DEMONSTRATION_SKIPPED = "[not run while grading: a read-and-run demonstration with no points]\n"
 SNAPSHOT_TIMEOUT_S = 30  # to read what one cell bound (a few names, most of them references)
@@ -130,7 +135,7 @@ class Notebook:
 class Run:
     """What one run of a notebook knows, in a new kernel: made for the run, gone with it."""
 
-    deadline: float  # time.monotonic() when the notebook's time is up
+    deadline: float  # time.monotonic() when the notebook's time is up (its own limit, or its submission's)
     submission: str | Path | None  # the folder the kernel starts from
     scratch: str  # what tests read back from the kernel
     km: "SandboxedKernelManager | None" = None
@@ -138,6 +143,7 @@ class Run:
     channel: KernelChannel | None = None  # to the kernel, made when a test or a snapshot first needs it
     namespace: verdicts.StudentNamespace | None = None  # what tests run against, with the channel
     stopped: str | None = None  # why the rest of the notebook is not run, once something stopped it
+    limit: str = "the notebook's time limit"  # which time limit the deadline is, in the student's words
     output_bytes: int = 0
     student_code_ran: bool = False  # until then, an error is the environment's, unless the canary passes
     unfilled: list[str] = field(default_factory=list)  # grade ids of solution cells raising NotImplementedError
@@ -150,6 +156,16 @@ class Run:
 class TrustedExecute(Execute):
     notebook_timeout = Integer(
         600, help="Seconds a whole notebook may run; the cell running when it expires is interrupted."
+    ).tag(config=True)
+
+    submission_timeout = Integer(
+        1200, help="Seconds all the notebooks of one submission may run together, each within notebook_timeout; "
+        "the cell running when it expires is interrupted, and the notebooks after it are not run."
+    ).tag(config=True)
+
+    submission_started = Float(
+        0.0, help="When (time.monotonic()) the grading of the submission began, where each notebook is a conversion "
+        "of its own (perfaudit/grade/worker.py); 0: when its conversion first ran a notebook of that student's."
     ).tag(config=True)
 
     max_output_bytes = Integer(
@@ -207,9 +223,11 @@ class TrustedExecute(Execute):
             demonstrations=_tagged(instructors.cells, DEMONSTRATION),
             long_running=_tagged(instructors.cells, LONG_RUNNING))
         if self.canary and name and os.environ.get(canary.SKIP) != "1":
+            checked = time.monotonic()
             said = canary.check_once_per_process(name, self.config, TrustedExecute)
             if said:
                 self.log.info(said)
+            self._submission_starts(resources, checked, time.monotonic() - checked)  # the solution's time, not theirs
         submitted = copy.deepcopy(nb)
         runs = 1
         # The tests check notebook 5 against the variant of the student nbgrader grades, never the notebook's claim
@@ -231,11 +249,38 @@ class TrustedExecute(Execute):
             self._judge(self.run.suspect)
         return nb, resources
 
+    def _submission_start(self, resources: dict[str, Any] | None, now: float) -> float:
+        """When the grading of this notebook's submission began: submission_started where the grader gave it, else
+        the first run of a notebook of this student's in this conversion (plain nbgrader autograde grades a class in
+        one; each student's notebooks run one after the other)."""
+        if self.submission_started:
+            return self.submission_started
+        return self._submission_starts(resources, now)
+
+    def _submission_starts(self, resources: dict[str, Any] | None, now: float, later_by: float = 0.0) -> float:
+        """The start _submission_start reads, kept on nbgrader's converter (the exporter's parent): recorded at now at
+        the first run of the student's, then moved later_by seconds (the instructor's check of a later notebook, run
+        in the student's conversion). Outside a conversion (a tool, a test), now."""
+        converter = getattr(self.parent, "parent", None)
+        if converter is None:
+            return now
+        found = (resources or {}).get("nbgrader", {})
+        starts, key = _SUBMISSION_STARTS.setdefault(converter, {}), (found.get("assignment"), found.get("student"))
+        if key in starts:
+            starts[key] += later_by
+        elif not later_by:
+            starts[key] = now
+        return starts.get(key, now)
+
     def _run_once(self, nb, resources, km):
         """One run of the notebook in a new kernel."""
         # Under nbgrader the student's submitted folder; run directly (tests, tools) the notebook's own folder.
+        now = time.monotonic()
+        own, whole = now + self.notebook_timeout, self._submission_start(resources, now) + self.submission_timeout
         run = self._run = Run(
-            deadline=time.monotonic() + self.notebook_timeout,
+            deadline=min(own, whole),
+            limit=f"the notebook's time limit ({self.notebook_timeout} s)" if own <= whole else
+            f"the submission's time limit ({self.submission_timeout} s for all its notebooks together)",
             submission=submission.submitted_folder(self.config, resources or {}) or
             (resources or {}).get("metadata", {}).get("path"),
             scratch=tempfile.mkdtemp(prefix="perfaudit-verdicts-"))
@@ -357,7 +402,7 @@ class TrustedExecute(Execute):
         run, notebook = self.run, self._notebook
         assert notebook is not None  # made by preprocess
         if run.stopped is None and time.monotonic() >= run.deadline:
-            run.stopped = f"not run: the notebook's time limit ({self.notebook_timeout} s) ran out before this cell"
+            run.stopped = f"not run: {run.limit} ran out before this cell"
         if run.stopped is not None:
             cell.outputs = [not_run_error(run.stopped)]
             return cell, resources

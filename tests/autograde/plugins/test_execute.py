@@ -40,6 +40,40 @@ def test_notebook_time_limit_interrupts_the_running_cell_and_skips_the_rest(tmp_
         assert _errors(cell) == [(NOT_RUN, "not run: the notebook's time limit (3 s) ran out before this cell")]
 
 
+def test_a_submission_s_time_limit_holds_for_its_notebooks_together(tmp_path):
+    """A notebook graded after its submission's earlier ones used most of submission_timeout gets what is left:
+    its sleeping cell interrupted there, not at its own limit, and the rest not run, saying which limit it was."""
+    nb = _run(["x = 1", "import time\ntime.sleep(60)", "print(x)"], tmp_path, timeout=30, notebook_timeout=30,
+              submission_timeout=10, submission_started=time.monotonic() - 7)
+    assert _errors(nb.cells[0]) == []
+    assert _errors(nb.cells[1])[0][0] == "KeyboardInterrupt"
+    assert _errors(nb.cells[2]) == [(NOT_RUN, "not run: the submission's time limit (10 s for all its notebooks "
+                                              "together) ran out before this cell")]
+
+
+def test_a_submission_s_clock_is_its_student_s_in_one_conversion():
+    """Under plain nbgrader autograde one conversion grades the class, each student's notebooks in turn: a student's
+    later notebook keeps the start of their first, a classmate's starts their own, and a new conversion (Formgrader
+    grading her again) starts again; the instructor's check of a later notebook, run in her conversion, is not her
+    time. The batch gives the start (submission_started), as each of its notebooks is a conversion of its own."""
+    from traitlets.config import Configurable
+
+    exporter = Configurable(parent=Configurable())  # nbgrader's exporter, whose parent is the converter
+
+    def start(student, now, parent=exporter, **settings):
+        return TrustedExecute(parent=parent, **settings)._submission_start(
+            {"nbgrader": {"assignment": "a", "student": student}}, now)
+
+    assert start("ann", 100.0) == 100.0
+    assert start("ann", 500.0) == 100.0
+    assert start("bob", 500.0) == 500.0
+    TrustedExecute(parent=exporter)._submission_starts({"nbgrader": {"assignment": "a", "student": "ann"}}, 600.0, 40)
+    assert start("ann", 700.0) == 140.0
+    assert start("ann", 900.0, parent=Configurable(parent=Configurable())) == 900.0
+    assert start("ann", 900.0, parent=None) == 900.0
+    assert start("ann", 900.0, submission_started=42.0) == 42.0
+
+
 def test_a_cell_s_time_is_its_own_limit_cut_to_what_the_notebook_has_left():
     """Through nbclient's own hook (timeout_func): Execute.timeout, or a timeout_func configured, then the deadline."""
     cell = new_code_cell("pass")
@@ -327,6 +361,42 @@ def test_a_kernel_that_kills_itself_is_graded_once_and_keeps_the_points_before(t
     assert course.scores(root) == {student: {NB1: (0, 5), NB2: (3, 6), NB3: (0, 4), NB4: (0, 5), NB5: (0, 6)}}
     assert "grading the notebook once more" not in said
     assert said.count("stopped the notebook: the kernel died while running this cell") == 1, said
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("grader", ["nbgrader autograde", "python -m perfaudit.grade"])
+def test_a_submission_that_sleeps_holds_its_grader_its_time_limit_and_keeps_its_points(tmp_path, grader,
+                                                                                        monkeypatch):
+    """A submission that sleeps in notebook 2 holds either grader for its submission's time limit in all, not for
+    notebook_timeout in each notebook: the sleep is interrupted where that limit ends, the tests before it keep their
+    points, and nothing after it runs, each cell saying why. (The course's limits are cut so the test is short: the
+    cell's own limit above the submission's.)"""
+    root = make_course(tmp_path / "course")
+    with open(root / "nbgrader_config.py", "a") as config:
+        config.write("\nc.TrustedExecute.submission_timeout = 60\nc.Execute.timeout = 300\n")
+    student = "sleeps-in-02-after-3-points"
+    folder = root / "submitted" / student / ASSIGNMENT
+    folder.mkdir(parents=True)
+    sleeps = "import time\ntime.sleep(3600)  # longer than any limit"
+    for stage in (1, 3, 4, 5):
+        nbformat.write(samples.submission(samples.Sample(), stage), folder / paths.STAGES[stage])
+    sample = samples.Sample(replaced={(2, "jaxpr_text"): lambda solution: f"{sleeps}\n\n{solution}"})
+    nbformat.write(samples.submission(sample, 2), folder / paths.STAGES[2])
+    monkeypatch.setenv("PERFAUDIT_SKIP_CANARY", "1")  # the course's check is not what this test is about
+    if grader == "nbgrader autograde":
+        course.nbgrader("autograde", ASSIGNMENT, f"--student={student}", course_dir=root)
+    else:
+        done = subprocess.run([sys.executable, "-m", "perfaudit.grade", "--skip-canary", "--no-progress",
+                               "--no-feedback"], cwd=root, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert course.scores(root) == {student: {NB1: (5, 5), NB2: (3, 6), NB3: (0, 4), NB4: (0, 5), NB5: (0, 6)}}
+    said = "not run: the submission's time limit (60 s for all its notebooks together) ran out before this cell"
+    graded = root / "autograded" / student / ASSIGNMENT
+    two = nbformat.read(graded / paths.STAGES[2], as_version=4)
+    errors = [error for cell in two.cells if cell.cell_type == "code" for error in _errors(cell)]
+    assert ("KeyboardInterrupt", "") in errors and (NOT_RUN, said) in errors, errors
+    three = nbformat.read(graded / paths.STAGES[3], as_version=4)
+    assert {error for cell in three.cells if cell.cell_type == "code" for error in _errors(cell)} == {(NOT_RUN, said)}
 
 
 def test_a_demonstration_the_instructor_tagged_is_not_run_while_grading(tmp_path):
