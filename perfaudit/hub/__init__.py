@@ -12,7 +12,7 @@ watchdog.py  each student's memory in total under their share: their largest pro
 held_memory.py  the memory no resident set shows that the watchdog counts: memfds, removed tmpfs files, SysV segments
 exchange_share.py  each student's bytes in the exchange under their share, where no user quota keeps them
 namespace_guard.py  the hub's spawner: each server starts where no user namespace (hidden memory) can be made
-memory_group.py  each person's server in a memory cgroup of their own, where the machine has one: all they take counted
+person_groups.py  each person's server in cgroups of their own, where the machine has them: all their memory, fair CPU
 servers.py   which of a student's processes is their server: the one the hub started (both of the above spare it)
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it

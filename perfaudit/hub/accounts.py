@@ -22,7 +22,7 @@ from pathlib import Path
 
 import psutil
 
-from perfaudit.hub import exchange, memory_group, settings
+from perfaudit.hub import exchange, person_groups, settings
 
 ROLES = ("student", "instructor")
 ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
@@ -116,7 +116,7 @@ def remove(people, hub=None):
         if exists(name):
             left.append(name)
         else:
-            memory_group.remove(name)
+            person_groups.remove(name)
     for group in hub.groups():
         if exists(group, grp.getgrnam) and not grp.getgrnam(group).gr_mem:
             subprocess.run(["groupdel", group], capture_output=True)

@@ -68,6 +68,7 @@ c.Authenticator.admin_users = set()  # nobody reaches another person's server, i
 c.JupyterHub.spawner_class = "perfaudit.hub.namespace_guard.GuardedSpawner"
 c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
 c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
+c.Spawner.cpu_limit = hub.limits.cpus  # a cap, where cgroups are (perfaudit/hub/person_groups.py); None: fair shares
 c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the person's private runtime folder
                   *settings.BOUNDED_REQUESTS,  # no request body held past 64 MiB before its token is read
                   settings.GUARDED_PEERS,  # ... and none of a classmate's read at all: their connections closed unread

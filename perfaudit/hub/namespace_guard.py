@@ -19,7 +19,7 @@ from collections.abc import Callable
 from jupyterhub.spawner import LocalProcessSpawner
 
 from perfaudit.autograde.isolation import syscalls
-from perfaudit.hub import memory_group
+from perfaudit.hub import person_groups
 
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2  # linux/prctl.h, linux/seccomp.h
 
@@ -54,7 +54,7 @@ def installer(machine: str | None = None) -> Callable[[], None]:
 
 def guarded(become: Callable[[], None], join: Callable[[], None] = lambda: None) -> Callable[[], None]:
     """become (the spawner's switch to the person's account), with the filter installed first, and the server moved
-    into the person's memory group (join: perfaudit/hub/memory_group.py) while still root."""
+    into the person's cgroups (join: perfaudit/hub/person_groups.py) while still root."""
     install = installer()
 
     def preexec() -> None:
@@ -66,15 +66,17 @@ def guarded(become: Callable[[], None], join: Callable[[], None] = lambda: None)
 
 
 class GuardedSpawner(LocalProcessSpawner):
-    """LocalProcessSpawner whose servers start under the filter, each in its person's memory group where the machine
-    has one (c.JupyterHub.spawner_class)."""
+    """LocalProcessSpawner whose servers start under the filter, each in its person's cgroups (memory, CPU) where the
+    machine has them (c.JupyterHub.spawner_class)."""
 
     def make_preexec_fn(self, name: str) -> Callable[[], None]:
-        try:
-            group = memory_group.prepare(name, self.mem_limit) if self.mem_limit else None
-        except OSError as error:  # a limit below what the group holds now (a hub restarted with less): not a stop
-            self.log.warning("%s's memory group could not be set (%s)", name, error)
-            group = None
-        if group is None and self.mem_limit:
-            self.log.warning("no memory cgroup here: %s's server is limited by rlimits and the watchdog alone", name)
-        return guarded(super().make_preexec_fn(name), memory_group.joiner(group))
+        limits = person_groups.GroupLimits(self.mem_limit, self.cpu_limit)
+        groups = []
+        for hierarchy in person_groups.hierarchies():
+            try:
+                groups += person_groups.prepare(name, limits, [hierarchy])
+            except OSError as error:  # a limit below what the group holds now (a hub restarted with less): not a stop
+                self.log.warning("%s's %s group could not be set (%s)", name, "/".join(hierarchy.controllers), error)
+        if not groups:
+            self.log.warning("no cgroup here: %s's server is limited by rlimits, nice and the watchdog alone", name)
+        return guarded(super().make_preexec_fn(name), person_groups.joiner(groups))

@@ -10,11 +10,12 @@ The account cannot raise them again (only root raises a hard limit or lowers a n
                 kernel), however much the machine has free; PERFAUDIT_HUB_MEMORY, default 2G (each student's
                 total too: perfaudit/hub/watchdog.py)
     processes   RLIMIT_NPROC of the account (threads count): no fork bomb; PERFAUDIT_HUB_PROCESSES, default 512
-    CPU         nice 10: students' kernels yield to the hub, Formgrader and the grading service
+    CPU         nice 10: students' kernels yield to the hub, Formgrader and the grading service; where root may
+                make cgroups, equal shares per person and an optional cap (perfaudit/hub/person_groups.py)
 
 A student's total (a systemd slice's MemoryMax) is kept under the same memory limit by the hub's watchdog service
 (perfaudit/hub/watchdog.py), which stops their largest process past it; nice shares CPU between processes, not
-students. Where systemd runs, install
+students (person_groups.py's CPU groups share it between students). Where systemd runs, install
 jupyterhub-systemdspawner and set c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner" with
 c.SystemdSpawner.mem_limit and cpu_limit in perfaudit/hub/jupyterhub_config.py, as The Littlest JupyterHub does.
 """
@@ -35,11 +36,25 @@ def parse_bytes(text: str) -> int:
     return int(float(found[1]) * UNITS[found[2].upper()])
 
 
+def parse_cpus(text: str) -> float | None:
+    """'1', '0.5' (CPUs, as JupyterHub's cpu_limit reads them); '' or 'none': no cap."""
+    if text.strip().lower() in ("", "none"):
+        return None
+    try:
+        cpus = float(text)
+    except ValueError:
+        cpus = 0.0
+    if not 0.01 <= cpus <= 4096:
+        raise ValueError(f"not a number of CPUs: {text!r} (write it as 1, 0.5, or none)")
+    return cpus
+
+
 @dataclass(frozen=True)
 class Limits:
     memory_bytes: int
     processes: int
     exchange_bytes: int = 2**30  # each student's share of the exchange (perfaudit/hub/exchange_share.py)
+    cpus: float | None = None  # each person's CPU cap where cgroups are (perfaudit/hub/person_groups.py)
     nice: int = NICE
 
     def command(self, argv: list[str]) -> list[str]:

@@ -12,6 +12,7 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
     PERFAUDIT_HUB_MEMORY     memory of each process of a person's server and kernels (default: 2G; server_limits.py)
     PERFAUDIT_HUB_PROCESSES  processes and threads of each person's account (default: 512; server_limits.py)
+    PERFAUDIT_HUB_CPUS       a cap on each person's CPU, in CPUs, where cgroups are (default: none; person_groups.py)
     PERFAUDIT_HUB_EXCHANGE_SHARE  what each student may keep in the exchange (default: 1G; exchange_share.py)
 """
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfaudit import paths
-from perfaudit.hub.server_limits import Limits, parse_bytes
+from perfaudit.hub.server_limits import Limits, parse_bytes, parse_cpus
 
 DEFAULT_EXCHANGE = "/srv/nbgrader/exchange"
 STUDENTS_CONFIG = Path(__file__).with_name("students")  # the Jupyter config every student's server reads
@@ -102,5 +103,6 @@ def from_environment(env=os.environ):
         venv_bin=Path(sys.executable).parent,
         limits=Limits(parse_bytes(env.get("PERFAUDIT_HUB_MEMORY") or "2G"),
                       int(env.get("PERFAUDIT_HUB_PROCESSES") or 512),
-                      parse_bytes(env.get("PERFAUDIT_HUB_EXCHANGE_SHARE") or "1G")),
+                      parse_bytes(env.get("PERFAUDIT_HUB_EXCHANGE_SHARE") or "1G"),
+                      parse_cpus(env.get("PERFAUDIT_HUB_CPUS") or "")),
     )

@@ -42,7 +42,7 @@ from serve_course import course_with_exchange, wait_for
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.fixtures import samples
-from perfaudit.hub import accounts, exchange, memory_group, preflight, settings, userenv
+from perfaudit.hub import accounts, exchange, person_groups, preflight, settings, userenv
 from perfaudit.instructor import course
 
 pytestmark = pytest.mark.slow  # a hub, three JupyterLabs, the grading service and a browser: minutes
@@ -117,9 +117,9 @@ def hub():
         left = accounts.remove([*people, (owner, None)], hub=settings.from_environment(env))
         shutil.rmtree(shared, ignore_errors=True)
     assert not left, f"accounts that outlived the test: {left}"
-    hierarchy = memory_group.hierarchy()
-    kept = [name for name, *_ in people if hierarchy and (hierarchy.folder / memory_group.HUB_GROUP / name).exists()]
-    assert not kept, f"memory groups that outlived their accounts: {kept}"
+    kept = [hierarchy.folder / person_groups.HUB_GROUP / name for hierarchy in person_groups.hierarchies()
+            for name, *_ in people if (hierarchy.folder / person_groups.HUB_GROUP / name).exists()]
+    assert not kept, f"cgroups that outlived their accounts: {kept}"
     groups = [g for g in course_groups if accounts.exists(g, grp.getgrnam)]
     assert not groups, f"groups that make hub-users made and remove left: {groups}"
     for port in [int(url.rsplit(":", 1)[1]), *map(int, env["PERFAUDIT_HUB_PORTS"].split(","))]:
@@ -504,15 +504,18 @@ def runs_under_the_limits(kernel):
     """A student's kernel and the server that started it run under the hub's limits
     (perfaudit/hub/server_limits.py): the memory of each process capped, their processes counted, their priority
     lowered; under the filter that refuses a user namespace (perfaudit/hub/namespace_guard.py), with no
-    no_new_privs (a student's passwd works); and, where root may make memory cgroups, in the person's own, limited
-    (perfaudit/hub/memory_group.py)."""
+    no_new_privs (a student's passwd works); and, where root may make cgroups, in the person's own
+    (perfaudit/hub/person_groups.py): memory limited, and, with no cap asked, a CPU weight and no quota."""
     limits = settings.from_environment().limits
-    hierarchy = memory_group.hierarchy()
+    hierarchies = person_groups.hierarchies()
     for process in (kernel, kernel.parent()):
-        if hierarchy is not None:
-            group = memory_group.hierarchy(Path(f"/proc/{process.pid}"))
-            assert group is not None and group.folder == hierarchy.folder / memory_group.HUB_GROUP / process.username()
-            assert (group.folder / group.limit_file()).read_text().strip() == str(limits.memory_bytes)
+        for hierarchy in hierarchies:
+            own = {h.controllers: h.folder for h in person_groups.hierarchies(Path(f"/proc/{process.pid}"))}
+            group = hierarchy.folder / person_groups.HUB_GROUP / process.username()
+            assert own.get(hierarchy.controllers) == group, (process.cmdline(), own)
+            for name, value in person_groups.limit_files(hierarchy, person_groups.GroupLimits(limits.memory_bytes),
+                                                         group):
+                assert (group / name).read_text().strip() == value, (group, name)
         status = dict(line.split(":\t", 1) for line in Path(f"/proc/{process.pid}/status").read_text().splitlines())
         assert (status["Seccomp"].strip(), status["NoNewPrivs"].strip()) == ("2", "0"), (process.cmdline(), status)
         found = {line[:26].strip(): line[26:].split()[:2] for line in
