@@ -69,7 +69,10 @@ c.JupyterHub.spawner_class = "perfaudit.hub.namespace_guard.GuardedSpawner"
 c.Spawner.cmd = hub.limits.command([str(python), "-m", "jupyterhub.singleuser"])
 c.Spawner.mem_limit = hub.limits.memory_bytes  # told to the server too (MEM_LIMIT), for what shows memory use
 c.Spawner.cpu_limit = hub.limits.cpus  # a cap, where cgroups are (perfaudit/hub/person_groups.py); None: fair shares
+# A terminal's shell, not a login shell: /etc/profile would put PATH back to the system's (no python, no nbgrader).
+TERMINAL_SHELL = "/bin/bash"
 c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the person's private runtime folder
+                  f"--ServerApp.terminado_settings=shell_command={TERMINAL_SHELL}",  # the course's python first
                   *settings.BOUNDED_REQUESTS,  # no request body held past 64 MiB before its token is read
                   settings.GUARDED_PEERS,  # ... and none of a classmate's read at all: their connections closed unread
                   settings.GUARDED_BODIES]  # ... nor, through the proxy, a body sent without the owner's login
@@ -95,7 +98,6 @@ c.JupyterHub.load_roles = [
 # is that account's, never root's. make hub refuses a course root owns (perfaudit/hub/preflight.py); started by hand
 # on such a course, they run as the hub does, with the course venv's own Python.
 owner = hub.owner.pw_name
-FORMGRADER_SHELL = "/bin/bash"
 PRIVATE = ["/bin/sh", "-c", f"umask {preflight.PRIVATE_UMASK:03o} && exec \"$0\" \"$@\""]  # then the command
 as_owner = {"user": owner} if os.geteuid() == 0 and owner != "root" else {}
 service_python = python if as_owner else hub.venv_bin / "python"
@@ -122,9 +124,8 @@ c.JupyterHub.services = [
                     *settings.BOUNDED_REQUESTS,
                     settings.GUARDED_PEERS,  # only the proxy (root) and the owner's own processes connect
                     settings.GUARDED_BODIES,  # and a body is read only with an instructor's login
-                    # Its terminal: not a login shell, whose /etc/profile puts PATH back to the system's (no python,
-                    # no nbgrader); the course's environment as the service has it, make feedback included.
-                    f"--ServerApp.terminado_settings=shell_command={FORMGRADER_SHELL}",
+                    # Its terminal: the course's environment as the service has it, make feedback included.
+                    f"--ServerApp.terminado_settings=shell_command={TERMINAL_SHELL}",
                     *(["--allow-root"] if os.geteuid() == 0 and not as_owner else [])],
         "cwd": str(hub.course),
         "environment": service_environment,

@@ -751,6 +751,10 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         for name, page in pages.items():
             text = fetch_feedback(page, hub, name)
             assert f"{STEM} (Score: {SUBMISSIONS[chosen[name]]:.1f} / 5.0)" in text, text[:2000]
+        # A student's terminal runs the course's python, JAX and nbgrader, as their notebooks do.
+        shell = open_terminal(page_1, f"{hub['url']}/user/{first}", server_of(first))
+        assert shell.username() == first and shell.cmdline() == ["/bin/bash"], shell.cmdline()
+        runs_the_course_s_tools(first, shell.environ()["PATH"], "import jax, perfaudit")
         # The first student works in a kernel of their JupyterLab, which prints their work (the attacker tries it).
         kernel = start_printing_kernel(page_1, f"{hub['url']}/user/{first}")
         kernels_are_private(kernel)
@@ -824,7 +828,7 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
             answer = page.request.get(f"{hub['url']}{path}")
             assert answer.ok and first in answer.text(), (path, answer.status)
         # Formgrader's terminal: the course's owner, with the course's environment (not a login shell's PATH).
-        terminal = open_terminal(page, hub)
+        terminal = open_terminal(page, f"{hub['url']}/services/{hub['course_id']}", formgrader_server(hub))
         # ... and a kernel of Formgrader's, printing (the gradebook's owner's work), which the attacker tries too.
         kernels_are_private(start_printing_kernel(page, f"{hub['url']}/services/{hub['course_id']}"))
     the_terminal_has_the_course_s_environment(hub, terminal)
@@ -850,20 +854,38 @@ def umask(process):
                 if line.startswith("Umask:"))
 
 
-def open_terminal(page, hub):
-    """A terminal in Formgrader's JupyterLab, opened by the instructor (its REST API, with their cookie): the
-    process of its shell."""
-    base = f"{hub['url']}/services/{hub['course_id']}"
+def server_of(name):
+    """A person's Jupyter server: the process the hub started as them."""
+    [server] = [p for p in psutil.process_iter(["cmdline", "username"])
+                if p.info["username"] == name and "jupyterhub.singleuser" in " ".join(p.info["cmdline"] or [])
+                and p.parent() and "jupyterhub" in " ".join(p.parent().cmdline())]
+    return server
+
+
+def formgrader_server(hub):
+    [formgrader] = [p for p in psutil.process_iter(["cmdline"])
+                    if f"--ServerApp.root_dir={hub['course']}" in (p.info["cmdline"] or [])]
+    return formgrader
+
+
+def open_terminal(page, base, server):
+    """A terminal in the Jupyter server at base, opened by the person logged in on page (its REST API, with their
+    cookie): the process of its shell, a child of server."""
     xsrf = page.evaluate("() => (document.cookie.match(/_xsrf=([^;]+)/) || [])[1] || ''")
     made = page.request.post(f"{base}/api/terminals", headers={"X-XSRFToken": xsrf})
     assert made.ok, (made.status, made.text()[:300])
-    [formgrader] = [p for p in psutil.process_iter(["cmdline"])
-                    if f"--ServerApp.root_dir={hub['course']}" in (p.info["cmdline"] or [])]
     deadline = time.monotonic() + 30
-    while not (shells := [c for c in formgrader.children() if c.name() == "bash"]):
-        assert time.monotonic() < deadline, "no shell under Formgrader after opening a terminal"
+    while not (shells := [c for c in server.children() if c.name() == "bash"]):
+        assert time.monotonic() < deadline, f"no shell under {server.cmdline()} after opening a terminal"
         time.sleep(0.2)
     return shells[0]
+
+
+def runs_the_course_s_tools(name, path, imports):
+    """python (the course's), nbgrader and alembic run as name with PATH path, and python imports `imports`."""
+    done = as_account(name, "env", "-i", f"PATH={path}", f"HOME={home(name)}", "sh", "-c",
+                      f"nbgrader --version && alembic --version && python -c '{imports}'")
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def the_terminal_has_the_course_s_environment(hub, shell):
@@ -873,6 +895,4 @@ def the_terminal_has_the_course_s_environment(hub, shell):
     assert umask(shell) == "0007"  # Formgrader's: what the terminal makes is born without other accounts' rights
     path = shell.environ()["PATH"]
     assert path.split(os.pathsep)[0] == str(hub["python"].parent), path
-    done = as_account(hub["owner"], "env", "-i", f"PATH={path}", f"HOME={home(hub['owner'])}", "sh", "-c",
-                      "nbgrader --version && alembic --version && python -c 'import perfaudit'")
-    assert done.returncode == 0, done.stderr[-2000:]
+    runs_the_course_s_tools(hub["owner"], path, "import perfaudit")
