@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfaudit.autograde.isolation import cgroupfs
+
 HUB_GROUP = "perfaudit-hub"
 CONTROLLERS = ("memory", "cpu")
 ACCOUNT = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")  # a Linux account name: one folder, never a path
@@ -53,22 +55,25 @@ class GroupLimits:
 def hierarchies(proc: Path = Path("/proc/self")) -> list[Hierarchy]:
     """The cgroups this process is in, one for each controller of CONTROLLERS, where root may make groups under them;
     none where there is none."""
-    groups = _groups(proc / "cgroup")
+    groups = cgroupfs.own_groups(proc)
     found: list[Hierarchy] = []
     held: set[str] = set()
-    for version, root, mount, controllers in _mounts(proc / "mountinfo"):
-        path = groups.get(controllers[0] if version == 1 else "")
-        if path is None or not (path + "/").startswith(root.rstrip("/") + "/"):
-            continue  # this process's group is outside what is mounted there
-        folder = mount / path[len(root.rstrip("/")):].lstrip("/")
-        if version == 2:  # v2 gives a child a controller only where its parent hands it down
-            controllers = tuple(c for c in CONTROLLERS if c in _words(folder / "cgroup.subtree_control"))
-            mark = folder / "cgroup.controllers"
-        else:
-            mark = folder / V1_MARK[controllers[0]]
-        controllers = tuple(c for c in controllers if c not in held)  # a controller lives in one hierarchy
-        if controllers and os.access(folder, os.W_OK) and mark.exists():
-            found.append(Hierarchy(folder, version, controllers))
+    for mount in sorted(cgroupfs.mounted(proc), key=lambda m: m.version):  # a controller v1 holds is not v2's
+        if mount.version == 1:
+            for controller in (c for c in CONTROLLERS if c in mount.controllers and c not in held):
+                folder = cgroupfs.own_dir(mount, groups.get(controller))
+                if folder and os.access(folder, os.W_OK) and os.path.exists(os.path.join(folder, V1_MARK[controller])):
+                    found.append(Hierarchy(Path(folder), 1, (controller,)))
+                    held.add(controller)
+            continue
+        folder = cgroupfs.own_dir(mount, groups.get(""))
+        if folder is None or not os.access(folder, os.W_OK):
+            continue
+        # v2 gives a child a controller only where its parent hands it down
+        handed = _words(Path(folder) / "cgroup.subtree_control")
+        controllers = tuple(c for c in CONTROLLERS if c in handed and c not in held)
+        if controllers:
+            found.append(Hierarchy(Path(folder), 2, controllers))
             held.update(controllers)
     return found
 
@@ -137,36 +142,6 @@ def joiner(groups: list[Path]):
                 os.close(fd)
 
     return join
-
-
-def _mounts(mountinfo: Path) -> list[tuple[int, str, Path, tuple[str, ...]]]:
-    """(cgroup version, the group mounted there, mount point, its controllers of CONTROLLERS) of each v1 cgroup file
-    system mounted with one of them, and of v2 (its controllers read from its folders)."""
-    found = []
-    for line in _lines(mountinfo):
-        fields, _, after = line.partition(" - ")
-        parts, tail = fields.split(), after.split()
-        if len(parts) < 5 or len(tail) < 3:
-            continue
-        point = Path(parts[4].replace("\\040", " "))
-        if tail[0] == "cgroup":
-            options = tail[2].split(",")
-            for controller in CONTROLLERS:
-                if controller in options:
-                    found.append((1, parts[3], point, (controller,)))
-        elif tail[0] == "cgroup2":
-            found.append((2, parts[3], point, CONTROLLERS))
-    return sorted(found)  # v1 first: where both are mounted, a controller v1 holds is not v2's
-
-
-def _groups(cgroup: Path) -> dict[str, str]:
-    """{controller: this process's path} from /proc/self/cgroup; "" for v2's unified line."""
-    found = {}
-    for line in _lines(cgroup):
-        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        for controller in controllers.split(",") if controllers else [""]:
-            found[controller] = path
-    return found
 
 
 def _lines(path: Path) -> list[str]:

@@ -2,6 +2,7 @@
 
 boundary.py    the trust boundary: what the sandbox may touch, and the one place the grader reaches in
 kernel.py      the kernel manager: bubblewrap, a scratch folder in memory, raw output captured, memory limit
+cgroupfs.py    where this process's cgroups are mounted, and its group in each (memory.py, the hub's person groups)
 kernel_fate.py whose doing a kernel's end was, and whether its notebook runs once more (both graders)
 sandbox.py     the bubblewrap command line and its refusal without a sandbox
 limits.py      SandboxLimits: the one Configurable for a submission's limits

@@ -40,6 +40,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from perfaudit.autograde.isolation import cgroupfs
 from perfaudit.autograde.isolation.oomlog import kernel_oom_kills, monotonic_us
 from perfaudit.autograde.isolation.proctree import (memfd_bytes, process_table, rss_bytes, signal_if_same, stat,
                                                    tree)
@@ -95,61 +96,18 @@ class _Hierarchy:
     parents: tuple[str, ...]  # where a perfaudit/ group may go, best first
 
 
-def _unescape(field: str) -> str:
-    """mountinfo writes space, tab, newline and backslash as \\ooo."""
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def _own_dir(mount: str, mount_root: str, own: str | None) -> str | None:
-    """This process's group as a folder under mount, or None where it lies outside what is mounted there."""
-    if own is None:
-        return None
-    if mount_root == "/":
-        relative = own
-    elif own == mount_root or own.startswith(mount_root + "/"):
-        relative = own[len(mount_root):]
-    else:
-        return None
-    parts = [p for p in relative.split("/") if p]
-    if any(p in (".", "..") for p in parts):  # a cgroup namespace shows groups outside it as /../..
-        return None
-    path = os.path.join(mount, *parts)
-    return path if os.path.isdir(path) and not os.path.islink(path) else None
-
-
 def _hierarchy() -> _Hierarchy | None:
     """The mounted cgroup hierarchy that has the memory controller, and this process's group in it."""
-    try:
-        mountinfo = _read("/proc/self/mountinfo").splitlines()
-        own_groups = _read("/proc/self/cgroup").splitlines()
-    except OSError:
-        return None
-    own_v2, own_v1 = None, None
-    for line in own_groups:
-        hierarchy_id, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if hierarchy_id == "0" and controllers == "":
-            own_v2 = path
-        elif "memory" in controllers.split(","):
-            own_v1 = path
-    v1 = None
-    for line in mountinfo:
-        before, sep, after = line.partition(" - ")
-        fields, tail = before.split(), after.split()
-        if not sep or len(fields) < 5 or len(tail) < 3:
+    groups, v1 = cgroupfs.own_groups(), None
+    for mount in cgroupfs.mounted():
+        if "memory" not in mount.controllers:
             continue
-        root, mount, fstype, options = _unescape(fields[3]), _unescape(fields[4]), tail[0], tail[2].split(",")
-        if fstype == "cgroup2":
-            try:  # the name reused: the root's controllers, a list
-                controllers = _read(os.path.join(mount, "cgroup.controllers")).split()  # type: ignore[assignment]
-            except OSError:
-                continue
-            if "memory" in controllers:  # the memory controller lives in one hierarchy only: this is it
-                own = _own_dir(mount, root, own_v2)
-                return _Hierarchy(2, mount, tuple(dict.fromkeys(p for p in (own, mount) if p)))
-        elif fstype == "cgroup" and "memory" in options and (v1 is None or root == "/"):
-            own = _own_dir(mount, root, own_v1)
-            v1 = _Hierarchy(1, mount, tuple(dict.fromkeys(p for p in (own, mount) if p)))
+        if mount.version == 2:  # the memory controller lives in one hierarchy only: this is it
+            own = cgroupfs.own_dir(mount, groups.get(""))
+            return _Hierarchy(2, mount.point, tuple(dict.fromkeys(p for p in (own, mount.point) if p)))
+        if v1 is None or mount.root == "/":
+            own = cgroupfs.own_dir(mount, groups.get("memory"))
+            v1 = _Hierarchy(1, mount.point, tuple(dict.fromkeys(p for p in (own, mount.point) if p)))
     return v1
 
 
