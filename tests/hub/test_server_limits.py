@@ -46,6 +46,13 @@ def test_a_size_is_read_in_binary_units():
         limits.parse_bytes("two gigs")
 
 
+def test_a_cpu_cap_is_a_number_of_cpus_or_none():
+    assert [limits.parse_cpus(s) for s in ("", "none", "None", "1", "0.5", " 2 ")] == [None, None, None, 1.0, 0.5, 2.0]
+    for wrong in ("half", "0", "-1", "0.001", "1e9", "nan"):
+        with pytest.raises(ValueError, match="write it as 1, 0.5, or none"):
+            limits.parse_cpus(wrong)
+
+
 def test_a_student_far_over_the_memory_limit_fails_alone_while_a_classmate_works():
     """Under the server's limits the greedy allocation fails in its own process (MemoryError), the student can
     raise neither the limit nor their priority, and the classmate's work, running meanwhile, finishes. Shown to be

@@ -35,12 +35,12 @@ def test_the_environment_changes_each_part(tmp_path):
         "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"), "PERFAUDIT_HUB_URL": "http://127.0.0.1:18000",
         "PERFAUDIT_HUB_PORTS": "18081,18001,19999", "PERFAUDIT_SERVE_ARGS": "--workers 2 --note 'two words'",
         "PERFAUDIT_HUB_GRADING": "off", "PERFAUDIT_HUB_MEMORY": "3G", "PERFAUDIT_HUB_PROCESSES": "100",
-        "PERFAUDIT_HUB_EXCHANGE_SHARE": "300M"})
+        "PERFAUDIT_HUB_EXCHANGE_SHARE": "300M", "PERFAUDIT_HUB_CPUS": "1.5"})
     assert hub.course == tmp_path / "course" and hub.state == tmp_path / "course"  # resolved
     assert (hub.exchange, hub.url) == (tmp_path / "exchange", "http://127.0.0.1:18000")
     assert (hub.hub_port, hub.proxy_api_port, hub.formgrader_port) == (18081, 18001, 19999)
     assert hub.serve_args == ("--workers", "2", "--note", "two words") and hub.grading is False
-    assert hub.limits == Limits(memory_bytes=3 * 2**30, processes=100, exchange_bytes=300 * 2**20)
+    assert hub.limits == Limits(memory_bytes=3 * 2**30, processes=100, exchange_bytes=300 * 2**20, cpus=1.5)
 
 
 def test_grading_is_off_only_when_it_says_off():
@@ -74,11 +74,12 @@ def test_the_hubs_own_files_are_in_its_state_folder_never_the_course_directory(t
 def test_each_person_s_server_starts_under_the_limits(monkeypatch):
     """What the hub spawns for each person: their server under prlimit and nice, everything it starts inheriting."""
     monkeypatch.setenv("PERFAUDIT_HUB_MEMORY", "1G")
+    monkeypatch.setenv("PERFAUDIT_HUB_CPUS", "0.5")
     config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
     command = config.Spawner.cmd
     assert command[:4] == [shutil.which("prlimit"), f"--as={2**30}", "--nproc=512", "--"], command
     assert command[4:7] == [shutil.which("nice"), "-n", "10"] and command[-2:] == ["-m", "jupyterhub.singleuser"]
-    assert config.Spawner.mem_limit == 2**30
+    assert config.Spawner.mem_limit == 2**30 and config.Spawner.cpu_limit == 0.5  # the person's cgroups' limits
 
 
 def test_the_limits_service_keeps_each_student_s_share_of_the_exchange(monkeypatch, tmp_path):
