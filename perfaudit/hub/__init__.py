@@ -16,6 +16,7 @@ person_groups.py  each person's server in cgroups of their own, where the machin
 servers.py   which of a student's processes is their server: the one the hub started (both of the above spare it)
 submit.py    nbgrader's Submit in students' servers: a submission is the student's and the owner's group's alone
 release_feedback.py  nbgrader's release_feedback, each released page readable by the student who fetches it
+own_network.py  the grading service in a network namespace of its own: its Dask cluster's ports beyond every account
 jupyterhub_config.py  the hub: authenticator, spawner, Formgrader and the grading service as hub services
 peer_guard.py  each server's connections from other accounts than root (the proxy) and its own, closed unread
 body_guard.py  each server's request bodies read only with its login: a body sent through the proxy without, dropped

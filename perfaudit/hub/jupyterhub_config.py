@@ -10,7 +10,7 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 import grp
 import os
 
-from perfaudit.hub import exchange, preflight, settings, userenv
+from perfaudit.hub import exchange, own_network, preflight, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 from perfaudit.serve import limits_notes
 
@@ -110,6 +110,8 @@ service_environment = (preflight.services_environment(hub, python) if as_owner e
 limits_folder = hub.state / "limits-notes"
 if hub.grading:
     limits_notes.prepare(limits_folder, hub.owner.pw_uid)
+serve = [str(service_python), "-m", "perfaudit.serve", "--course-dir", str(hub.course), "--limits-notes",
+         str(limits_folder), *hub.serve_args]
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
@@ -133,12 +135,13 @@ c.JupyterHub.services = [
         **as_owner,
     },
     *([{  # The grading service: no web page and no route through the proxy; the hub gives it JUPYTERHUB_API_TOKEN.
+        # Started by root in a network namespace of its own, as the course's owner: no other account reaches its
+        # Dask cluster's ports (perfaudit/hub/own_network.py); else as the owner, on the machine's network.
         "name": "grading",
-        "command": [str(service_python), "-m", "perfaudit.serve", "--course-dir", str(hub.course),
-                    "--limits-notes", str(limits_folder), *hub.serve_args],
+        "command": own_network.command(hub, serve) or serve,
         "cwd": str(hub.course),
         "environment": service_environment,
-        **as_owner,
+        **({} if own_network.command(hub, serve) else as_owner),
     }] if hub.grading else []),
     {   # Each student's memory in total, and bytes in the exchange, under their share (perfaudit/hub/watchdog.py,
         # exchange_share.py): as the hub (root), which alone may stop another account's process; no web page, no

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from perfaudit.hub import own_network
+
 PRIVATE_UMASK = 0o007  # what the course's processes make is never other accounts' (a gradebook made by people.py)
 CHECK_TIMEOUT_S = 300  # imports nbgrader, JAX's canary is not run: a minute on a busy machine
 
@@ -53,14 +55,17 @@ def root_owned(hub):
             f"own: useradd --create-home grader && chown -R grader: {hub.course} (docs/hub.md).")
 
 
-def run_as_owner(hub, python, *args):
-    """`python -m ARGS` as the grading service runs under the hub: as the course's owner, in the course directory
-    (Python puts it first on sys.path: what is there is read as the service reads it), with the service's
-    environment. The finished process."""
-    runuser = shutil.which("runuser") or "/usr/sbin/runuser"  # root's PATH finds it; the service's has no sbin
-    as_owner = [runuser, "-u", hub.owner.pw_name, "--"] if os.geteuid() == 0 and hub.owner.pw_uid != 0 else []
-    return subprocess.run([*as_owner, str(python), "-m", *args], cwd=hub.course, env=as_the_service_runs(hub, python),
-                          capture_output=True, text=True, timeout=CHECK_TIMEOUT_S, umask=PRIVATE_UMASK)
+def run_as_owner(hub, python, *args, as_the_service=False):
+    """`python -m ARGS` as the course's owner, in the course directory (Python puts it first on sys.path: what is
+    there is read as the service reads it), with the service's environment; as_the_service: started as the hub
+    starts the grading service, in a network namespace of its own where it has one (perfaudit/hub/own_network.py).
+    The finished process."""
+    argv = [str(python), "-m", *args]
+    if os.geteuid() == 0 and hub.owner.pw_uid != 0:
+        runuser = shutil.which("runuser") or "/usr/sbin/runuser"  # root's PATH finds it; the service's has no sbin
+        argv = (as_the_service and own_network.command(hub, argv)) or [runuser, "-u", hub.owner.pw_name, "--", *argv]
+    return subprocess.run(argv, cwd=hub.course, env=as_the_service_runs(hub, python), capture_output=True, text=True,
+                          timeout=CHECK_TIMEOUT_S, umask=PRIVATE_UMASK)
 
 
 def last_line(done):
@@ -75,7 +80,8 @@ def last_line(done):
 def owner_problem(hub, python):
     """Why the course's owner cannot run the grading service's commands, in one line; None when it can."""
     try:
-        done = run_as_owner(hub, python, "perfaudit.serve", "--check", "--course-dir", str(hub.course))
+        done = run_as_owner(hub, python, "perfaudit.serve", "--check", "--course-dir", str(hub.course),
+                            as_the_service=True)
     except subprocess.TimeoutExpired:
         return f"The course's owner {hub.owner.pw_name} could not be checked: the check took over {CHECK_TIMEOUT_S} s."
     if done.returncode == 0:

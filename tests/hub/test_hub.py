@@ -334,22 +334,27 @@ os._exit(0)
 """
 
 
-def service_ports(course_dir):
-    """The loopback ports the hub's grading service (python -m perfaudit.serve --course-dir course_dir) and the
-    processes it started listen on; other tests' services may run beside it."""
-    [served] = [p for p in psutil.process_iter(["cmdline"])
-                if {"perfaudit.serve", str(course_dir)} <= set(p.info["cmdline"] or [])]
+def service_ports(served):
+    """The ports the grading service (the process served) and the processes it started listen on, in its network
+    namespace (theirs alone: /proc/<pid>/net/ shows the namespace of that process)."""
     ports = set()
-    for process in [served, *served.children(recursive=True)]:
-        try:
-            ports |= {c.laddr.port for c in process.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
-        except psutil.NoSuchProcess:
-            pass
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{served.pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
     return sorted(ports)
 
 
 def cannot_reach_the_graders_cluster(reader, python, course_dir):
-    ports = service_ports(course_dir)
+    """The grading service listens in a network namespace of its own (perfaudit/hub/own_network.py): not one of its
+    ports is on the machine's loopback, where an attacker held thousands of connections to each until the service
+    ran out of descriptors. Each is tried all the same, as a Dask cluster's, plain and with TLS."""
+    [served] = [p for p in psutil.process_iter(["cmdline"])
+                if {"perfaudit.serve", str(course_dir)} <= set(p.info["cmdline"] or [])]
+    assert os.readlink(f"/proc/{served.pid}/ns/net") != os.readlink("/proc/self/ns/net"), served.cmdline()
+    assert served.username() == pwd.getpwuid(course_dir.stat().st_uid).pw_name  # started by root, run as the owner
+    ports = service_ports(served)
     assert ports, "the grading service listens nowhere: nothing was tried"
     done = as_account(reader, "env", "HOME=/tmp", str(python), "-c", DASK_ATTACK, json.dumps(ports))
     assert done.returncode == 0, done.stderr[-2000:]

@@ -30,9 +30,9 @@ def test_the_services_path_puts_the_accounts_python_first_once(tmp_path):
 
 
 def test_an_owner_who_cannot_write_the_course_is_told_so_in_one_line():
-    """The check runs as the course's owner (runuser), with the services' environment: here an account of the test's
-    (with the subordinate ids its grading sandbox runs as), in a course root keeps (0755): it cannot write the
-    gradebook there."""
+    """The check runs as the course's owner, started as the hub starts the service (own_network.py), with the
+    services' environment: here an account of the test's (with the subordinate ids its grading sandbox runs as), in a
+    course root keeps (0755): it cannot write the gradebook there."""
     if os.geteuid() != 0:
         pytest.fail("runs the check as another account: run it as root (CI does)")
     with tempfile.TemporaryDirectory(dir="/tmp") as folder, grading_account() as name:
@@ -41,7 +41,7 @@ def test_an_owner_who_cannot_write_the_course_is_told_so_in_one_line():
         os.chmod(folder, 0o755)
         shutil.copy(paths.ROOT / "nbgrader_config.py", course)
         hub = SimpleNamespace(owner=pwd.getpwnam(name), course=course, exchange=Path(folder) / "exchange",
-                              venv_bin=Path(sys.executable).parent)
+                              venv_bin=Path(sys.executable).parent, serve_args=())
         said = preflight.owner_problem(hub, userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON))
         assert said == (f"The grading service cannot grade as {name}: cannot make {course / 'autograded'} "
                         "(Permission denied).")
@@ -62,7 +62,7 @@ def test_the_check_meets_what_the_service_meets_in_the_course_directory():
         os.chmod(folder, 0o755)
         shutil.copy(paths.ROOT / "nbgrader_config.py", course)
         hub = SimpleNamespace(owner=pwd.getpwnam(name), course=course, exchange=Path(folder) / "exchange",
-                              venv_bin=Path(sys.executable).parent)
+                              venv_bin=Path(sys.executable).parent, serve_args=())
         python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
         assert preflight.owner_problem(hub, python) is None
         closed = course / "perfaudit.egg-info"  # root's, closed to others as make hub closes what it does not open
