@@ -158,9 +158,11 @@ def maker(inbound: str | Path, name: str) -> str:
         return "an account gone since"
 
 
-def shown(name: str) -> str:
-    """An entry's name as the log and the instructor read it: quoted, every byte a name may hold written out."""
-    return repr(name)
+def shown(name: str, limit: int | None = None) -> str:
+    """An entry's name as the log and the instructor read it: quoted, every byte a name may hold written out; its
+    first limit characters, where one is given, and a mark that there is more."""
+    quoted = repr(name)
+    return quoted if limit is None or len(quoted) <= limit else f"{quoted[:limit]}..."
 
 
 class Entry(NamedTuple):

@@ -32,6 +32,7 @@ class Ledger:
         data = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.submissions: dict[str, dict[str, Any]] = data.get("submissions", {})  # {inbound folder name: record}
         self.paused: str | None = data.get("paused")  # why grading stopped (an environment fault), or None
+        self.paused_for_disk: bool = data.get("paused_for_disk", False)  # a full disk: it goes on once there is room
         # What the hub's limits service did to a student (perfaudit/serve/limits_notes.py), told on their next page:
         # {note's name: {"student", "said", "at", "told"}}
         self.notes: dict[str, dict[str, Any]] = data.get("notes", {})
@@ -43,8 +44,8 @@ class Ledger:
         # random part is all that keeps a classmate from reading it.
         with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
             os.fchmod(handle.fileno(), 0o600)
-            json.dump({"submissions": self.submissions, "paused": self.paused, "notes": self.notes}, handle, indent=1,
-                      sort_keys=True)
+            json.dump({"submissions": self.submissions, "paused": self.paused, "paused_for_disk": self.paused_for_disk,
+                       "notes": self.notes}, handle, indent=1, sort_keys=True)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.path)

@@ -20,6 +20,7 @@ import pwd
 import signal
 import sys
 import time
+from collections import ChainMap, Counter
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timezone
@@ -30,11 +31,12 @@ from distributed import Client, Future
 
 from perfaudit import ASSIGNMENT, paths
 from perfaudit.autograde.isolation import sandbox
+from perfaudit.autograde.plugins import canary
 from perfaudit.bookkeeping import statefolder
 from perfaudit.bookkeeping.coursedir import keep_from_other_accounts
 from perfaudit.grade import diagnose, engine, gradebook, outcome, run, task
 from perfaudit.grade.diagnose import Diagnosis
-from perfaudit.grade.outcome import Kind, Outcome
+from perfaudit.grade.outcome import Cause, Kind, Outcome
 from perfaudit.grade.session import GradingSession, Output, prepare_this_process
 from perfaudit.grade.writer import ResultWriter
 from perfaudit.serve import exchange, limits_notes, notes, readiness
@@ -43,7 +45,14 @@ from perfaudit.serve.ledger import Ledger, path_for
 from perfaudit.serve.settings import GradingService
 
 
+ROOM_SHARE = 0.01  # of a full disk's blocks and inodes, free again: grading paused for it goes on
 NOTES_KEPT = 10  # of the limits service's notes, per student: what a page says of them, at most
+# Of the odd entries a student leaves in inbound/, those the ledger keeps one by one, and those a page names: the rest
+# are counted. A held-out attacker left 110,000 empty files with long names, each a record and a line on every page
+# of their next feedback: 5 pages of 117 MB each, the grader's own files, filled the exchange and stopped grading.
+SKIPPED_RECORDED = 20
+SKIPPED_NAMED = 5
+SHOWN_CHARS = 80  # of an entry's name on a student's page
 # The assignment's notebooks, the only names a page is released for: known before the gradebook is read, so that a
 # service that cannot start still tells each waiting submission.
 NOTEBOOKS = frozenset(Path(name).stem for name in paths.STAGES.values())
@@ -76,6 +85,10 @@ class Service:
         self.client: Client | None = None  # the Dask client, while run() runs
         self.limits_notes = limits_notes  # where the hub's limits service leaves notes for students, or None
         self.unfinished: dict[str, tuple[int, int]] = {}  # inbound folders seen without their secret (exchange.scan)
+        # Odd entries beyond a student's SKIPPED_RECORDED, {name: student}: known to the scan, counted, not recorded;
+        # and, per student, how many of them their pages have told of (after a restart, counted and told again).
+        self.skipped_unrecorded: dict[str, str] = {}
+        self.unrecorded_told: dict[str, int] = {}
 
     # --- where things are -------------------------------------------------------------------------------------
     def folder(self, kind: str, student: str) -> Path:
@@ -115,10 +128,21 @@ class Service:
     def notice(self) -> None:
         """Add every new complete submission of the exchange's inbound to the ledger, decided; and every odd entry
         there (a link, a FIFO, a folder its student closed), skipped."""
-        found, odd = exchange.scan(self.exchange / "inbound", ASSIGNMENT, self.ledger.submissions,
+        found, odd = exchange.scan(self.exchange / "inbound", ASSIGNMENT,
+                                   ChainMap[str, Any](self.ledger.submissions, self.skipped_unrecorded),
                                    self.limits.unreadable_after_s, self.unfinished)
+        recorded = Counter(r["student"] for r in self.ledger.submissions.values() if r["status"] == "skipped")
+        unrecorded = Counter[str]()
         for entry in odd:
-            self.skip(entry)
+            if recorded[entry.account] < SKIPPED_RECORDED:
+                self.skip(entry)
+                recorded[entry.account] += 1
+            else:
+                self.skipped_unrecorded[entry.name] = entry.account
+                unrecorded[entry.account] += 1
+        for account, count in sorted(unrecorded.items()):
+            log(self.out, f"SKIPPED {count} more entries in the exchange's inbound, made by {account}: counted, not "
+                          "recorded one by one")
         gone = self.forget_skipped_gone()
         if odd or gone:
             self.ledger.save()  # once for all: saved at each entry, thousands of odd entries stalled the service
@@ -176,6 +200,8 @@ class Service:
                 if record["status"] == "skipped" and name not in present]
         for name in gone:
             del self.ledger.submissions[name]
+        for name in set(self.skipped_unrecorded) - present:
+            del self.skipped_unrecorded[name]
         return len(gone)
 
     def record_limits_notes(self) -> None:
@@ -210,14 +236,22 @@ class Service:
             if record["student"] == student and not record["told"]:
                 said.append(f"On {notes.when(record['at'])}: {record['said']}")
                 record["told"] = True
-        for name in self.ledger.in_state("skipped"):
-            record = self.ledger.submissions[name]
-            if record["student"] == student and not record["told"]:
-                parts = name.rsplit("+", 3)
-                what = f"Your submission of {parts[2]}" if len(parts) >= 3 and name.isprintable() else \
-                    f"What you left in the exchange as {exchange.shown(name)}"
-                said.append(f"{what} was not read: {record['why']}.")
-                record["told"] = True
+        skipped = [name for name in self.ledger.in_state("skipped")
+                   if self.ledger.submissions[name]["student"] == student and not self.ledger.submissions[name]["told"]]
+        for name in skipped[:SKIPPED_NAMED]:
+            parts = name.rsplit("+", 3)
+            what = f"Your submission of {parts[2]}" if len(parts) >= 3 and name.isprintable() else \
+                f"What you left in the exchange as {exchange.shown(name, SHOWN_CHARS)}"
+            said.append(f"{what} was not read: {self.ledger.submissions[name]['why'][:SHOWN_CHARS]}.")
+        for name in skipped:
+            self.ledger.submissions[name]["told"] = True
+        more = len(skipped[SKIPPED_NAMED:])
+        unrecorded = sum(1 for account in self.skipped_unrecorded.values() if account == student)
+        more += max(0, unrecorded - self.unrecorded_told.get(student, 0))
+        self.unrecorded_told[student] = unrecorded
+        if more:
+            said.append(f"{more} more entries you left in the exchange's inbound were not read either: nothing but "
+                        "your submissions belongs there.")
         return said
 
     # --- handing out work -------------------------------------------------------------------------------------
@@ -239,7 +273,8 @@ class Service:
                 self.ledger.update(name, status="refused", failure=str(error), released_at=time.time())
                 log(self.out, f"REFUSED {name}: {error}")
             except Exception as error:  # noqa: BLE001 - the service's own step failed (a full disk)
-                self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})")
+                self.pause(client, name, f"the service could not handle {name} ({type(error).__name__}: {error})",
+                           canary.disk_full(error))
 
     def handle(self, client: Client, slots: int, name: str, record: dict[str, Any]) -> None:
         """The next step of the student's oldest queued submission: release a limit or refusal, or start grading."""
@@ -306,9 +341,10 @@ class Service:
             try:
                 self.write_and_release(name, found, fingerprint, done.result)
             except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
-                self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})")
+                self.pause(client, name, f"writing the result failed ({type(error).__name__}: {error})",
+                           canary.disk_full(error))
         else:  # never a 0: the grader or its environment failed
-            self.pause(client, name, done.said)
+            self.pause(client, name, done.said, done.cause is Cause.DISK_FULL)
 
     def restart_worker(self, client: Client, future: Future) -> None:
         """The worker grading a task that hangs: restarted, so it takes the next submission."""
@@ -326,7 +362,8 @@ class Service:
         try:
             self.write_and_release(name, found, fingerprint, None, why)
         except Exception as error:  # noqa: BLE001 - writing failed (a full disk, the gradebook): not theirs
-            self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})")
+            self.pause(self.client, name, f"writing the result failed ({type(error).__name__}: {error})",
+                       canary.disk_full(error))
 
     def write_and_release(self, name: str, found: Diagnosis, fingerprint: str, result: task.GradingResult | None,
                           failure: str | None = None) -> None:
@@ -382,16 +419,29 @@ class Service:
         return readiness.problems(self.course_dir, [self.autograded, feedback], self.exchange / "inbound",
                                   sandboxed=not self.scheduler)
 
-    def pause(self, client: Client | None, name: str, why: str) -> None:
-        """An environment fault: grading stops, the submissions in hand go back to the queue, students are told."""
+    def pause(self, client: Client | None, name: str, why: str, disk_full: bool = False) -> None:
+        """An environment fault: grading stops, the submissions in hand go back to the queue, students are told. A
+        full disk (disk_full: told by the error's kind, never its words) ends by itself (resume_when_room)."""
+        then = ("It goes on by itself once the course's and the exchange's disks have room again." if disk_full else
+                "Repair it and restart the service.")
         log(self.out, f"GRADING STOPPED: the grading environment failed: {why}. Students are told 'not graded yet: "
-                      "the grader is being repaired'. Repair it and restart the service.")
-        self.ledger.paused = why
+                      f"the grader is being repaired'. {then}")
+        self.ledger.paused, self.ledger.paused_for_disk = why, disk_full
         self.ledger.update(name, status="queued")
         for future, (other, *_) in list(self.in_flight.items()):
             future.cancel()
             self.ledger.update(other, status="queued")
         self.in_flight.clear()
+
+    def resume_when_room(self) -> None:
+        """Grading paused for a full disk goes on once the course's and the exchange's disks have room again: a
+        held-out attacker filled the exchange (its blocks, or its inodes), removed what they had put there, and
+        grading stayed stopped for the class until someone restarted the service by hand."""
+        if self.ledger.paused and self.ledger.paused_for_disk and all(
+                has_room(folder) for folder in (Path(self.coursedir.root), self.exchange)):
+            log(self.out, f"the disks have room again: grading again (stopped for: {self.ledger.paused})")
+            self.ledger.paused, self.ledger.paused_for_disk = None, False
+            self.ledger.save()
 
     # --- the loop ---------------------------------------------------------------------------------------------
     def run(self, until_idle: bool = False) -> None:
@@ -409,7 +459,7 @@ class Service:
             self.ledger.update(name, status="queued")
         if self.ledger.paused:
             log(self.out, f"restarted after an environment fault ({self.ledger.paused}): grading again")
-            self.ledger.paused = None
+            self.ledger.paused, self.ledger.paused_for_disk = None, False
             self.ledger.save()
         # As the batch does: a gradebook without the assignment (a fresh course: make release writes none) records it
         # from source/ first, instead of failing on every submission.
@@ -425,6 +475,7 @@ class Service:
                           f"limit: {self.limits.graded_per_window} graded per {self.limits.window_hours:g} h")
             slots = sum(client.nthreads().values())
             while not self.stopping:
+                self.resume_when_room()
                 self.notice()
                 self.harvest(client)
                 self.dispatch(client, slots)  # after harvest: a pause tells the queued students at once
@@ -434,6 +485,17 @@ class Service:
                     break
                 time.sleep(self.limits.poll_seconds)
         log(self.out, "stopped")
+
+
+def has_room(folder: Path, share: float = ROOM_SHARE) -> bool:
+    """Whether folder's file system has at least share of its blocks and of its inodes free for this account."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return False
+    blocks = found.f_bavail >= share * found.f_blocks
+    inodes = found.f_files == 0 or found.f_favail >= share * found.f_files  # some file systems count none
+    return blocks and inodes
 
 
 def _processing_on(key, dask_scheduler=None):  # Dask passes the scheduler by keyword

@@ -1,11 +1,13 @@
 """The service's fair limit (perfaudit/serve/service.py): which submission is graded, and when the next can be."""
 
+import errno
 import html
 import io
 import os
 import pwd
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -18,10 +20,11 @@ from nbgrader.utils import notebook_hash
 
 from perfaudit import paths
 from perfaudit.autograde.isolation import submission
+from perfaudit.autograde.plugins import canary
 from perfaudit.bookkeeping.coursedir import course_config
 from perfaudit.serve import exchange, limits_notes, service
 from perfaudit.serve.ledger import Ledger
-from perfaudit.serve.service import Service
+from perfaudit.serve.service import SKIPPED_NAMED, SKIPPED_RECORDED, Service
 from perfaudit.serve.settings import GradingService
 
 HOUR = 3600.0
@@ -90,7 +93,8 @@ def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ign
     config.CourseDirectory.root = str(tmp_path / "course")
     stand_in = SimpleNamespace(exchange=tmp_path / "exchange", ledger=Ledger(tmp_path / "ledger.json"),
                                limits=GradingService(check_owner=False), out=io.StringIO(), limits_notes=None,
-                               unfinished={}, coursedir=CourseDirectory(config=config), due=lambda: None)
+                               unfinished={}, skipped_unrecorded={}, unrecorded_told={},
+                               coursedir=CourseDirectory(config=config), due=lambda: None)
     for method in ("opened", "decide", "folder", "collect", "skip", "forget_skipped_gone", "untold",
                    "record_limits_notes"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
@@ -163,7 +167,7 @@ def _service_of(shared, **limits):
     config = course_config(paths.ROOT)
     config.CourseDirectory.root = str(shared / "course")
     stand_in = SimpleNamespace(exchange=shared / "exchange" / "course101", ledger=Ledger(shared / "course" / "l.json"),
-                               limits_notes=None, unfinished={},
+                               limits_notes=None, unfinished={}, skipped_unrecorded={}, unrecorded_told={},
                                limits=GradingService(**limits), out=io.StringIO(), in_flight={}, client=None,
                                coursedir=CourseDirectory(config=config), due=lambda: None)
     for name, method in vars(Service).items():
@@ -231,7 +235,8 @@ def test_an_odd_entry_in_inbound_is_skipped_recorded_and_told_and_the_class_is_g
                           f"{notebook_hash(secret='s3cret', notebook_id='01-first-call-vs-steady')}.html").read_text())
     assert "'evidence' is a folder the grader may not open (mode 0o740)" in page, page
     assert "'02-tracing.ipynb' is a file the grader may not read (mode 0o600)" in page, page
-    assert page.count("was not read") == 6 and "the grader may not open it (mode 0o740" in page, page
+    assert page.count("was not read") == SKIPPED_NAMED, page  # the first five named, the sixth counted
+    assert "1 more entries you left in the exchange's inbound were not read either" in page, page
     assert all(found[name]["told"] for name in skipped)
 
     again = _entry(inbound, f"{STUDENT}+{a}+2026-01-02 10:00:00.000000 UTC+again", STUDENT)
@@ -326,16 +331,49 @@ def test_skipped_entries_removed_by_their_maker_leave_the_ledger(shared_course):
     of 15 s at every change, every classmate's feedback later). A skipped entry's record goes with the entry; one
     still there stays recorded, so it is neither skipped nor logged again."""
     inbound = shared_course / "exchange" / "course101" / "inbound"
-    made = [_entry(inbound, f"odd-{n}", STUDENT, kind="fifo") for n in range(50)]
+    made = [_entry(inbound, f"odd-{n}", STUDENT, kind="fifo") for n in range(12)]
     stand_in = _service_of(shared_course)
     served = switch_user.run_as(SERVICE, _serve_once, stand_in)
-    assert sum(r["status"] == "skipped" for r in served["submissions"].values()) == 50, served["log"]
+    assert sum(r["status"] == "skipped" for r in served["submissions"].values()) == 12, served["log"]
     for path in made[1:]:
         path.unlink()
     served = switch_user.run_as(SERVICE, _serve_once, _service_of(shared_course))  # the ledger as saved
     assert list(served["submissions"]) == ["odd-0"], served["log"]
     assert "SKIPPED" not in served["log"], "the one left is not skipped again"
     assert list(Ledger(shared_course / "course" / "l.json").submissions) == ["odd-0"]
+
+
+def test_a_flood_of_odd_entries_is_counted_not_recorded_nor_named_one_by_one(shared_course):
+    """The held-out attacker's way to fill the exchange with the grader's own files: 110,000 empty files with long
+    names, each a record in the ledger (570 MB in the end) and a line on each page of the next feedback (5 pages of
+    117 MB). Here 300: the ledger records SKIPPED_RECORDED of them, the log says how many more, the student's next
+    page names SKIPPED_NAMED and counts the rest; the next scan and the next page add nothing."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    uid, gid = pwd.getpwnam(STUDENT).pw_uid, inbound.stat().st_gid
+    long_name = b"\x01" * 200
+    for n in range(300):
+        path = inbound / os.fsdecode(long_name + str(n).encode())
+        path.touch()
+        os.chown(path, uid, gid)
+    served = switch_user.run_as(SERVICE, _serve_and_tell_twice, _service_of(shared_course))
+    skipped = [r for r in served["submissions"].values() if r["status"] == "skipped"]
+    assert len(skipped) == SKIPPED_RECORDED and served["paused"] is None, served["log"]
+    more = f"SKIPPED {300 - SKIPPED_RECORDED} more entries in the exchange's inbound, made by {STUDENT}"
+    assert more in served["log"], served["log"]
+    assert served["log"].count("SKIPPED") == SKIPPED_RECORDED + 1  # the second scan logs nothing
+    said = served["said"]
+    assert len(said) == SKIPPED_NAMED + 1 and sum(len(line) for line in said) < 2000, said
+    assert said[-1].startswith(f"{300 - SKIPPED_NAMED} more entries you left in the exchange's inbound"), said[-1]
+    assert served["said again"] == []
+    assert (shared_course / "course" / "l.json").stat().st_size < 100_000
+
+
+def _serve_and_tell_twice(stand_in):
+    """Two turns of the service's loop, and what the student's next page says after each, as the service's
+    account."""
+    _serve_once(stand_in)
+    said = stand_in.untold(STUDENT)
+    return {**_serve_once(stand_in), "said": said, "said again": stand_in.untold(STUDENT)}
 
 
 def test_a_name_that_is_no_utf_8_never_pauses_grading(shared_course):
@@ -382,3 +420,40 @@ def test_a_flood_of_limits_notes_keeps_each_student_s_newest_and_saves_once(shar
     assert kept == sorted([(CLASSMATE, "your process 7 was stopped")] +
                           [(STUDENT, f"your process {n} was stopped") for n in range(40, 50)])
     assert len(saves) == 1 and os.listdir(folder) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a small file system of the test's own is mounted by root")
+def test_grading_paused_for_a_full_disk_goes_on_once_there_is_room_again(tmp_path):
+    """A student filled the exchange's inodes with empty files, then removed them: grading, paused on the full disk,
+    stayed stopped for the class until the service was restarted by hand. A pause for a full disk now ends by itself
+    once the disk has room (blocks and inodes); a pause for another fault still waits for a repair."""
+    exchange_disk = tmp_path / "exchange"
+    exchange_disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=64", "tmpfs", str(exchange_disk)], check=True)
+    try:
+        stand_in = SimpleNamespace(exchange=exchange_disk, coursedir=SimpleNamespace(root=str(tmp_path)),
+                                   ledger=Ledger(tmp_path / "l.json"), out=io.StringIO(), in_flight={})
+        resume = Service.resume_when_room.__get__(stand_in)
+        made = 0
+        with pytest.raises(OSError, match="No space left on device"):
+            while True:
+                (exchange_disk / f"empty-{made}").touch()
+                made += 1
+        stand_in.ledger.submissions["s"] = {"status": "grading"}
+        full = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        Service.pause(stand_in, None, "s", "writing the result failed (OSError)", canary.disk_full(full))
+        assert stand_in.ledger.paused_for_disk and "goes on by itself" in stand_in.out.getvalue()
+        said = stand_in.out.getvalue()
+        resume()
+        assert stand_in.ledger.paused and stand_in.out.getvalue() == said  # no inode free: still stopped
+        for path in exchange_disk.iterdir():
+            path.unlink()
+        resume()
+        assert (stand_in.ledger.paused, stand_in.ledger.paused_for_disk) == (None, False)
+        assert "the disks have room again: grading again" in stand_in.out.getvalue()
+        assert Ledger(tmp_path / "l.json").paused is None  # saved
+        stand_in.ledger.paused = "the environment check failed"
+        resume()
+        assert stand_in.ledger.paused == "the environment check failed"  # another fault: a repair, then a restart
+    finally:
+        subprocess.run(["umount", str(exchange_disk)], check=True)
