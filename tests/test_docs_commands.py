@@ -212,7 +212,7 @@ NOT_RUN = {
     # docs/hub.md: the exchange on a file system of its own, made on the machine's disk. The exchange of
     # tests/hub/test_exchange_share.py has a file system of its own too (a tmpfs of fixed size, which needs no loop
     # device), and a full one refuses everyone.
-    "mkfs.ext4 -q -m 2 /srv/nbgrader/exchange.img": "formats the image above: see the test above",
+    "mkfs.ext4 -q -m 2 -i 4096 /srv/nbgrader/exchange.img": "formats the image above: see the test above",
     "tune2fs -u grader /srv/nbgrader/exchange.img": "the image above's blocks kept for the course's owner: checked by "
     "hand, as docs/hub.md says (a loop device and a mount, as root)",
     "mkdir -p /srv/nbgrader/exchange": "the machine's own /srv, as root: see the test above",

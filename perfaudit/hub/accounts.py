@@ -13,18 +13,23 @@ two groups and nobody else, and only the instructors' group reaches Formgrader. 
 
 import argparse
 import grp
+import os
 import pwd
 import re
 import secrets
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
 
-from perfaudit.hub import exchange, person_groups, settings
+from perfaudit.hub import exchange, held_memory, person_groups, settings
 
 ROLES = ("student", "instructor")
+# Where every account may leave files (sticky, world-writable), which a later account with a removed one's uid would own
+SHARED_FOLDERS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
 ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
 FULL_NAME = re.compile(r"[^,:=\x00-\x1f\x7f]*")  # the comment field: no field separators, no control characters
 
@@ -112,15 +117,57 @@ def remove(people, hub=None):
         for process in running:
             process.kill()
         psutil.wait_procs(running, timeout=10)
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        # Ended processes whose parent never reaps them (an init that does not, in a container) stay as zombies,
+        # which hold nothing but make userdel refuse: --force, where nothing else of the account runs.
+        force = [] if any(_alive(p) for p in running) else ["--force"]
+        subprocess.run(["userdel", *force, "--remove", name], capture_output=True)
         if exists(name):
             left.append(name)
         else:
             person_groups.remove(name)
+            remove_leftovers(uid, (*SHARED_FOLDERS, hub.exchange))
     for group in hub.groups():
         if exists(group, grp.getgrnam) and not grp.getgrnam(group).gr_mem:
             subprocess.run(["groupdel", group], capture_output=True)
     return left
+
+
+def _alive(process):
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def remove_leftovers(uid, folders, table=held_memory.SYSV_SHM):
+    """What a removed account left where every account may write, which an account made later with the same uid
+    would own: each entry of folders it owned (removed by its name in the opened folder, no link followed; a folder
+    with what is in it), and the System V segments it made. Returns what was removed."""
+    removed = []
+    for folder in folders:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            for name in os.listdir(fd):
+                try:
+                    info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if info.st_uid != uid:
+                        continue
+                    if stat.S_ISDIR(info.st_mode):
+                        shutil.rmtree(name, dir_fd=fd)  # by descriptors: no link on the way is followed
+                    else:
+                        os.unlink(name, dir_fd=fd)
+                except FileNotFoundError:
+                    continue
+                removed.append(os.path.join(folder, name))
+        finally:
+            os.close(fd)
+    for segment in held_memory.segments(table):
+        if segment.creator == uid and held_memory.remove_detached(segment, table):
+            removed.append(f"System V segment {segment.id}")
+    return removed
 
 
 def save_passwords(created, hub):
@@ -141,8 +188,10 @@ def main(argv=None):
     people = read_roster(args.roster)
     hub = settings.from_environment()
     if args.action == "remove":
-        left = remove(people, hub)
-        print(f"removed {len(people) - len(left)} account(s)" + (f"; not removed: {', '.join(left)}" if left else ""))
+        present = [person for person in people if exists(person[0])]
+        left = remove(present, hub)
+        print(f"removed {len(present) - len(left)} account(s)" + (f"; not removed: {', '.join(left)}" if left else "")
+              + (f"; {len(people) - len(present)} had none" if len(present) < len(people) else ""))
         return 1 if left else 0
     created = add(people, hub)
     where = save_passwords(created, hub) if created else None

@@ -2,7 +2,10 @@
 
 import os
 import secrets
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -53,3 +56,51 @@ def test_a_student_keeps_no_subordinate_ids():
         accounts.drop_subordinate_ids(name)  # none left: nothing to do, no error
     finally:
         subprocess.run(["userdel", name], check=True)
+
+
+SHM_MADE = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+shmid = libc.shmget(0, 1 << 20, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT: left behind, attached by nobody
+print(shmid)
+"""
+
+
+def test_a_removed_account_leaves_nothing_a_later_one_with_its_uid_would_own():
+    """A held-out attacker's account, removed, left files in /tmp, /dev/shm and the exchange's root and a System V
+    segment, owned by its uid, which the next account given that uid owns; and a zombie (an ended process its
+    parent never reaped) made userdel refuse. Each is gone, a link among them removed and not followed, and what
+    other accounts own stays."""
+    if os.geteuid() != 0:
+        pytest.fail("makes a Linux account: run it as root (CI does)")
+    name = f"paleft{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--create-home", name], check=True)
+    reachable = Path(tempfile.mkdtemp(prefix="perfaudit-leftovers-"))  # tmp_path's folders are root's alone
+    reachable.chmod(0o755)
+    exchange_root = reachable / "exchange"
+    exchange_root.mkdir()
+    exchange_root.chmod(0o1777)
+    precious = reachable / "precious"
+    precious.write_text("kept")
+    as_student = ["runuser", "-u", name, "--"]
+    made = [Path(f"/tmp/{name}-file"), Path(f"/dev/shm/{name}-file"), Path(f"/var/tmp/{name}-folder"),
+            exchange_root / "folder", exchange_root / "link"]
+    subprocess.run([*as_student, "sh", "-c", f"touch {made[0]} {made[1]} && mkdir -p {made[2]}/deep {made[3]} && "
+                    f"touch {made[2]}/deep/x && ln -s {precious} {made[4]}"], check=True)
+    others = exchange_root / "a classmate's"
+    others.write_text("kept")
+    shmid = int(subprocess.run([*as_student, "/usr/bin/python3", "-c", SHM_MADE], capture_output=True, text=True,
+                               check=True).stdout)
+    # A zombie: `sleep 0` ends, and its parent, exec'd into `sleep 300`, never waits for it.
+    holder = subprocess.Popen([*as_student, "sh", "-c", "sleep 0 & exec sleep 300"])
+    try:
+        left = accounts.remove([(name,)], hub=SimpleNamespace(groups=lambda: [], exchange=exchange_root))
+        assert left == []
+        assert [path for path in made if os.path.lexists(path)] == []
+        assert precious.read_text() == "kept" and others.read_text() == "kept"
+        assert str(shmid) not in [line.split()[1] for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]]
+    finally:
+        holder.kill()
+        holder.wait()
+        subprocess.run(["userdel", "--force", "--remove", name], capture_output=True)
+        shutil.rmtree(reachable)
