@@ -4,6 +4,12 @@ possessed the grader's session keyring where the grader had one (a service's, a 
 added to its uid's user keyring outlived it, found by a later kernel given the same uid: a channel between
 students (a fresh attack found both). Container runtimes refuse the same calls by default.
 
+And shmget, which makes a System V shared-memory segment: one written and detached is held by no process, so where
+the grader is no root and its memory limit is the watchdog's (perfaudit/autograde/isolation/memory.py, which adds
+up resident sets), a held-out attacker's notebook held 5.3 GB of them against a 4 GB limit, unseen until the
+kernel's namespace went. Nothing graded needs it (NumPy, JAX, ZeroMQ and multiprocessing share memory through
+/dev/shm, which the limit counts).
+
 The hub's servers start under a filter of their own from here (`no_user_namespaces()`,
 perfaudit/hub/namespace_guard.py): a student may not make a user namespace, in which a tmpfs or SysV segments would
 hold memory the watchdog cannot see.
@@ -17,9 +23,9 @@ import platform
 import struct
 
 # linux/audit.h, linux/filter.h, linux/seccomp.h
-_ARCHES = {  # machine: (AUDIT_ARCH_..., numbers of add_key, request_key, keyctl, whether x32's bit exists)
-    "x86_64": (0xC000003E, (248, 249, 250), True),
-    "aarch64": (0xC00000B7, (217, 218, 219), False),
+_ARCHES = {  # machine: (AUDIT_ARCH_..., numbers of add_key, request_key, keyctl, shmget, whether x32's bit exists)
+    "x86_64": (0xC000003E, (248, 249, 250, 29), True),
+    "aarch64": (0xC00000B7, (217, 218, 219, 194), False),
 }
 _CLONES = {"x86_64": (272, 56, 435), "aarch64": (97, 220, 435)}  # machine: unshare, clone, clone3
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06

@@ -31,13 +31,13 @@ def _run(program, arch, nr, flags=0):
         pc += 1
 
 
-@pytest.mark.parametrize("machine, arch, keyrings, other", [
-    ("x86_64", 0xC000003E, (248, 249, 250), (0, 1, 59, 231, 247, 251, 435)),
-    ("aarch64", 0xC00000B7, (217, 218, 219), (0, 56, 63, 216, 220)),
+@pytest.mark.parametrize("machine, arch, refused, other", [
+    ("x86_64", 0xC000003E, (248, 249, 250, 29), (0, 1, 9, 30, 31, 59, 231, 247, 251, 435)),
+    ("aarch64", 0xC00000B7, (217, 218, 219, 194), (0, 56, 63, 195, 196, 216, 220, 222)),
 ])
-def test_the_keyring_calls_are_refused_and_every_other_call_allowed(machine, arch, keyrings, other):
+def test_the_keyring_calls_and_shmget_are_refused_and_every_other_call_allowed(machine, arch, refused, other):
     program = syscalls.program(machine)
-    assert [_run(program, arch, nr) for nr in keyrings] == [REFUSE] * 3
+    assert [_run(program, arch, nr) for nr in refused] == [REFUSE] * 4
     assert [_run(program, arch, nr) for nr in other] == [ALLOW] * len(other)
     assert _run(program, 0x40000003, 0) == REFUSE  # another architecture's calls (i386 on x86_64): none
 
@@ -83,14 +83,15 @@ import ctypes, os, platform
 libc = ctypes.CDLL(None, use_errno=True)
 add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
 for name, call in (("keyctl", lambda: libc.syscall(keyctl, 0, -3, 0)),  # the session keyring's id
-                   ("add_key", lambda: libc.syscall(add_key, b"user", b"k", b"v", 1, -4))):  # into the user keyring
+                   ("add_key", lambda: libc.syscall(add_key, b"user", b"k", b"v", 1, -4)),  # into the user keyring
+                   ("shmget", lambda: libc.shmget(0, 1 << 30, 0o1600))):  # a 1 GiB segment, held by no process
     print(name, call(), os.strerror(ctypes.get_errno()))
 """
 
 
 @pytest.mark.skipif(not sandbox.available()[0] or syscalls.program() is None, reason="no sandbox or filter here")
-def test_a_graded_kernel_reaches_no_keyring(tmp_path):
+def test_a_graded_kernel_reaches_no_keyring_and_makes_no_system_v_segment(tmp_path):
     nb = new_notebook(cells=[new_code_cell(KEYRINGS)])
     nb, _ = TrustedExecute(timeout=60).preprocess(nb, {"metadata": {"path": str(tmp_path)}})
     assert "".join(o.get("text", "") for o in nb.cells[0].outputs) == (
-        "keyctl -1 Operation not permitted\nadd_key -1 Operation not permitted\n")
+        "keyctl -1 Operation not permitted\nadd_key -1 Operation not permitted\nshmget -1 Operation not permitted\n")
