@@ -10,12 +10,13 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 import grp
 import os
 
-from perfaudit.hub import exchange, own_network, preflight, settings, userenv
+from perfaudit.hub import body_guard, exchange, own_network, preflight, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 from perfaudit.serve import limits_notes
 
 c = get_config()  # noqa: F821 (provided by jupyterhub)
 hub = settings.from_environment()
+body_guard.bound_the_hub_s_own_requests()  # the hub's own pages read 1 MiB of a body at most (an anonymous login's)
 course_id = hub.course_id
 students, instructors = hub.groups()
 # The Python every account's process runs (the course venv's, or a thin venv over it: perfaudit/hub/userenv.py).

@@ -236,7 +236,10 @@ def collect(entry: Entry, submitted_folder: str | Path, ignore: Sequence[str] = 
     if why:
         raise UnreadableSubmission(why)
     try:
-        files = task.read_tree(".", ignore=ignore, dir_fd=entry.fd)
+        files = task.read_tree(".", ignore=ignore, dir_fd=entry.fd, within_limits=True)
+    except submission.OverLimits as error:  # checked above, then changed while it was read: its maker's doing
+        raise UnreadableSubmission(f"it changed while it was read and passed a submission's limits ({error})") \
+            from error
     except OSError as error:
         raise UnreadableSubmission(f"it could not be read ({error.strerror}: {error.filename})") from error
     except RecursionError as error:  # nested deeper since unsafe() looked: the walk recurses (Python 3.11)

@@ -4,6 +4,8 @@ JupyterHub's HubOAuth and a cookie signed as the server signs its login cookie. 
 a classmate's upload through the proxy: tests/hub/test_hub.py."""
 
 import asyncio
+import subprocess
+import sys
 import socket
 
 import pytest
@@ -133,3 +135,50 @@ def test_the_hub_s_login_cookie_passes_only_signed_with_this_server_s_secret():
     assert asyncio.run(allowed(start_line, with_cookie(ours)))
     assert not asyncio.run(allowed(start_line, with_cookie(theirs)))
     assert not asyncio.run(allowed(start_line, httputil.HTTPHeaders({})))
+
+
+BOUNDED = """
+import asyncio
+from tornado import httpserver, netutil, web
+from perfaudit.hub import body_guard
+
+body_guard.bound_the_hub_s_own_requests()  # as jupyterhub_config.py does, before the hub makes its server
+
+
+class Login(web.RequestHandler):
+    def post(self):
+        self.write(str(len(self.request.body)))
+
+
+async def send(port, size):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"POST /hub/login HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: {size}\\r\\n\\r\\n".encode())
+    try:
+        writer.write(b"x" * size)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(200), 10)
+    except (OSError, asyncio.TimeoutError):  # closed while it was sent: a body over the limit
+        answer = b""
+    writer.close()
+    return answer.decode(errors="replace").split("\\r\\n\\r\\n")[-1] if answer else "closed"
+
+
+async def main():
+    [listener] = netutil.bind_sockets(0, "127.0.0.1")
+    server = httpserver.HTTPServer(web.Application([("/hub/login", Login)]))  # as JupyterHub makes it: no size given
+    server.add_sockets([listener])
+    port = listener.getsockname()[1]
+    print(await send(port, 1000), await send(port, 8 * 2**20), flush=True)
+
+
+asyncio.run(main())
+"""
+
+
+def test_the_hub_s_own_server_reads_a_small_body_and_closes_on_a_large_one():
+    """JupyterHub's own HTTP server, which the proxy hands anyone's request (a login, without an account), read 100 MB
+    of a body by default: 24 unfinished logins held 2.4 GB in the hub. Bounded as the hub's configuration bounds it,
+    in a process of its own (the bound holds for every server of the process), a login's small body is read and an
+    8 MiB one is closed unread."""
+    done = subprocess.run([sys.executable, "-c", BOUNDED], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["1000", "closed"], done.stdout + done.stderr[-2000:]

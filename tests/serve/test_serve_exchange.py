@@ -224,3 +224,42 @@ def test_what_the_course_ignores_is_neither_counted_nor_refused_nor_collected(tm
     # what the service grades and keeps the fingerprint of is what it collected
     assert task.submitted_files(target, IGNORED) == task.submitted_files(folder, IGNORED)
     assert run.fingerprint(target, IGNORED) == run.fingerprint(folder, IGNORED)
+
+
+@pytest.mark.parametrize("swapped_in", ["hard links", "long names"])
+def test_a_folder_swapped_in_while_the_service_reads_is_refused_as_its_maker_s(tmp_path, monkeypatch, swapped_in):
+    """A held-out attacker's race: after the service checked a submission (sizes, paths), at the moment it opened a
+    file of it, a folder was renamed into it: 16 hard links to one 64 MiB file (1 GB of a 256 MB submission, read
+    into the service's memory and written to the course's disk), or a chain of 253-character names (its copy failed
+    with "File name too long", the service's own fault, and grading stopped for the class). What is read past a
+    submission's limits refuses that submission, its maker's doing, and submitted/ is left as it was."""
+    folder = _submitted(tmp_path / "inbound", f"ada+{A}+2026-01-01 10:00:00.000000 UTC+r1",
+                        files=("01-timing.ipynb", "a1.txt"))
+    stash = tmp_path / "stash"
+    stash.mkdir()
+    if swapped_in == "hard links":
+        (stash / "big").write_bytes(b"x" * (32 * 2**20))
+        for n in range(10):
+            os.link(stash / "big", stash / f"link{n}")
+    else:
+        deep = stash
+        for n in range(6):
+            deep = deep / (f"{n}" * 250)
+            deep.mkdir()
+        (deep / "end.txt").write_text("end")
+    ignored = task.submission.ignored
+
+    def swapping(name, ignore):  # the walk's look at each name: the student's moment, once checked, mid-read
+        if name == "a1.txt" and stash.exists():
+            stash.rename(folder / "zzz")
+        return ignored(name, ignore)
+
+    target = tmp_path / "submitted" / "ada" / A
+    target.mkdir(parents=True)
+    (target / "earlier.ipynb").write_text("{}")
+    assert _unsafe(folder) is None  # checked before the swap: within every limit
+    monkeypatch.setattr(task.submission, "ignored", swapping)
+    with pytest.raises(exchange.UnreadableSubmission, match="changed while it was read and passed a submission's"):
+        _collect(folder, target)
+    assert (folder / "zzz").exists()  # the swap happened during the read
+    assert sorted(p.name for p in target.iterdir()) == ["earlier.ipynb"]

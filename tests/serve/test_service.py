@@ -457,3 +457,27 @@ def test_grading_paused_for_a_full_disk_goes_on_once_there_is_room_again(tmp_pat
         assert stand_in.ledger.paused == "the environment check failed"  # another fault: a repair, then a restart
     finally:
         subprocess.run(["umount", str(exchange_disk)], check=True)
+
+
+def test_folders_made_under_a_classmate_s_name_are_their_maker_s_counted_past_twenty(shared_course):
+    """A held-out attacker made 3,000 folders named for a classmate, each with a secret: each refused by the owner
+    check and saved on its own, they held the service 5 minutes, and their records outlived the folders. They are
+    now their maker's odd entries: recorded up to SKIPPED_RECORDED, the rest counted, saved once, gone with the
+    folders; the classmate's own submission is decided as usual."""
+    inbound = shared_course / "exchange" / "course101" / "inbound"
+    a = "performance-audit"
+    for n in range(30):
+        _entry(inbound, f"{CLASSMATE}+{a}+{WHEN}+fake{n}", STUDENT)
+    own = _entry(inbound, f"{CLASSMATE}+{a}+{WHEN}+own", CLASSMATE)
+    served = switch_user.run_as(SERVICE, _serve_once, _service_of(shared_course))
+    found = served["submissions"]
+    assert found[own.name]["decision"] == "grade", served["log"]
+    skipped = [record for record in found.values() if record["status"] == "skipped"]
+    assert len(skipped) == SKIPPED_RECORDED and {r["student"] for r in skipped} == {STUDENT}, served["log"]
+    assert "owner check" in skipped[0]["why"] and "SKIPPED 10 more entries" in served["log"]
+    for n in range(30):
+        (inbound / f"{CLASSMATE}+{a}+{WHEN}+fake{n}" / "01-first-call-vs-steady.ipynb").unlink()
+        (inbound / f"{CLASSMATE}+{a}+{WHEN}+fake{n}" / exchange.SECRET).unlink()
+        (inbound / f"{CLASSMATE}+{a}+{WHEN}+fake{n}").rmdir()
+    served = switch_user.run_as(SERVICE, _serve_once, _service_of(shared_course))
+    assert [name for name, r in served["submissions"].items() if r["status"] == "skipped"] == []

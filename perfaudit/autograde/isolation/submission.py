@@ -16,6 +16,10 @@ from typing import Any
 from traitlets.config import Config
 from perfaudit.autograde.errors import UnsafeSubmission
 
+class OverLimits(ValueError):
+    """What is being read of a submission passed the limits below (it changed since they were checked)."""
+
+
 MAX_FILE_BYTES = 64 * 2**20
 MAX_TOTAL_BYTES = 256 * 2**20
 MAX_ENTRIES = 1000
