@@ -216,7 +216,7 @@ def service_does(client, function):
                                client=client, ledger=SimpleNamespace(submissions={"ada+1": {"student": "ada"}}))
     stand_in.write_and_release = lambda name, found, fingerprint, result, failure=None: done.append(
         "fail" if failure else "write")
-    stand_in.pause = lambda client, name, why: done.append("pause")
+    stand_in.pause = lambda client, name, why, disk_full=False: done.append("pause")
     for method in ("harvest", "act", "fail"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
     future = Grading(client, function).submit("ada", {}, NOTEBOOKS, True, "serve")

@@ -158,8 +158,8 @@ def test_an_unsafe_submission_says_why_and_collect_copies_regular_files_byte_for
 def test_a_submission_nested_too_deep_since_it_was_looked_at_is_refused_not_the_service_s_error(tmp_path,
                                                                                               monkeypatch):
     """Folders nested 1500 deep, made between unsafe()'s look and the read (unsafe() passed: the student's moment):
-    the walk recurses in Python 3.11, and its RecursionError would pause the service for the class; it is the
-    submission's own refusal instead, and submitted/ stays as it was."""
+    the walk recurses in Python 3.11, and its RecursionError would pause the service for the class; the read stops at
+    a submission's depth, the submission's own refusal, and submitted/ stays as it was."""
     inbound = Path(tempfile.mkdtemp(prefix="deep-inbound-"))  # not tmp_path: its clean-up recurses
     try:
         folder = _submitted(inbound, "ada")
@@ -168,7 +168,7 @@ def test_a_submission_nested_too_deep_since_it_was_looked_at_is_refused_not_the_
         target = tmp_path / "submitted" / "ada" / A
         target.mkdir(parents=True)
         (target / "old.ipynb").write_text("an earlier submission")
-        with pytest.raises(exchange.UnreadableSubmission, match="nested too deep"):
+        with pytest.raises(exchange.UnreadableSubmission, match="passed a submission's limits.*folders 64 deep"):
             _collect(folder, target)
         assert os.listdir(target) == ["old.ipynb"]
     finally:

@@ -95,7 +95,7 @@ def test_the_service_refuses_and_collects_what_the_course_grades_not_what_it_ign
                                limits=GradingService(check_owner=False), out=io.StringIO(), limits_notes=None,
                                unfinished={}, skipped_unrecorded={}, unrecorded_told={},
                                coursedir=CourseDirectory(config=config), due=lambda: None)
-    for method in ("opened", "decide", "folder", "collect", "skip", "forget_skipped_gone", "untold",
+    for method in ("opened", "decide", "folder", "collect", "skip", "skip_all", "forget_skipped_gone", "untold",
                    "record_limits_notes"):
         setattr(stand_in, method, getattr(Service, method).__get__(stand_in))
     for student, ignored in (("ada", ".git/objects"), ("bob", "evidence/.git/objects")):
