@@ -113,6 +113,7 @@ if hub.grading:
     limits_notes.prepare(limits_folder, hub.owner.pw_uid)
 serve = [str(service_python), "-m", "perfaudit.serve", "--course-dir", str(hub.course), "--limits-notes",
          str(limits_folder), *hub.serve_args]
+served_alone = own_network.command(hub, serve)  # the service started by root in a namespace of its own, or None
 c.JupyterHub.services = [
     {   # JupyterLab at the course directory, run by the course's owner: Nbgrader > Formgrader, or
         # /services/<course>/formgrader. Named after the course, as nbgrader's chapter asks.
@@ -139,10 +140,10 @@ c.JupyterHub.services = [
         # Started by root in a network namespace of its own, as the course's owner: no other account reaches its
         # Dask cluster's ports (perfaudit/hub/own_network.py); else as the owner, on the machine's network.
         "name": "grading",
-        "command": own_network.command(hub, serve) or serve,
+        "command": served_alone or serve,
         "cwd": str(hub.course),
         "environment": service_environment,
-        **({} if own_network.command(hub, serve) else as_owner),
+        **({} if served_alone else as_owner),
     }] if hub.grading else []),
     {   # Each student's memory in total, and bytes in the exchange, under their share (perfaudit/hub/watchdog.py,
         # exchange_share.py): as the hub (root), which alone may stop another account's process; no web page, no
