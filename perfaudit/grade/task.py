@@ -65,42 +65,40 @@ def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = (), 
     for a link midway leads nowhere else.
 
     within_limits: raise submission.OverLimits as soon as what is read passes a submission's limits (entries, bytes,
-    a file's bytes, depth, a path's length). The limits were checked before the read (submission.problems), but a
-    held-out attacker swapped a folder in while the service read: hard links that made 1 GB of a 256 MB submission
-    (in the service's memory, then on the course's disk), and a chain of long names whose copy failed as the service's
-    own fault (File name too long), which stopped grading for the class."""
+    a file's bytes, depth, a path's length, hard links), counted by the submission.Tally that submission.problems
+    counts with before the read. That check is not enough alone: a held-out attacker swapped a folder in while the
+    service read: hard links that made 1 GB of a 256 MB submission (in the service's memory, then on the course's
+    disk), and a chain of long names whose copy failed as the service's own fault (File name too long), which stopped
+    grading for the class."""
     found: dict[str, bytes] = {}
     if dir_fd is None and not Path(folder).is_dir():
         return found
-    entries, total = 0, 0
+    tally = submission.Tally()  # the rules submission.problems checked before the read
+
+    def over(relative: Path, why: str | None) -> None:
+        if within_limits and why:
+            raise submission.OverLimits(submission.describe([(submission.shown(relative.as_posix()), why)]))
+
     for root, dirs, files, root_fd in os.fwalk(folder, follow_symlinks=False, dir_fd=dir_fd):
         dirs[:] = sorted(d for d in dirs if not submission.ignored(d, ignore))
-        if within_limits:
-            depth = len(Path(root).relative_to(folder).parts)
-            entries += len(dirs) + sum(1 for name in files if not submission.ignored(name, ignore))
-            longest = max((len((Path(root) / name).relative_to(folder).as_posix()) for name in dirs + files), default=0)
-            if depth >= submission.MAX_DEPTH or entries > submission.MAX_ENTRIES or longest > submission.MAX_PATH_CHARS:
-                raise submission.OverLimits(f"{entries} entries, folders {depth} deep, a path of {longest} characters")
-        for name in sorted(files):
-            if submission.ignored(name, ignore):
-                continue
+        here = Path(root).relative_to(folder)
+        over(here, tally.folder(len(here.parts)))
+        kept = sorted(name for name in files if not submission.ignored(name, ignore))
+        for name in dirs + kept:
+            tally.entries += 1
+            over(here / name, tally.path((here / name).as_posix()))
+        for name in kept:
             try:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=root_fd)
             except OSError:  # a link, or replaced by one since
                 continue
             with os.fdopen(fd, "rb") as handle:
                 info = os.fstat(handle.fileno())
-                if within_limits and info.st_nlink > 1:
-                    raise submission.OverLimits("a hard link to another file")
                 if stat.S_ISREG(info.st_mode):  # a FIFO or a device: never read
-                    relative = (Path(root) / name).relative_to(folder).as_posix()
                     data = handle.read(submission.MAX_FILE_BYTES + within_limits)  # one byte more tells it is over
-                    total += len(data)
-                    if within_limits and (len(data) > submission.MAX_FILE_BYTES or
-                                          total > submission.MAX_TOTAL_BYTES):
-                        raise submission.OverLimits(f"{total // 2**20} MB read, or a file over "
-                                                    f"{submission.MAX_FILE_BYTES // 2**20} MB")
-                    found[f"{prefix}/{relative}" if prefix else relative] = data
+                    over(here / name, tally.file(len(data), info.st_nlink))  # what was read, not what fstat said
+                    found[f"{prefix}/{(here / name).as_posix()}" if prefix else (here / name).as_posix()] = data
+        over(here, tally.whole(ignore))
     return found
 
 

@@ -168,7 +168,8 @@ def test_a_submission_nested_too_deep_since_it_was_looked_at_is_refused_not_the_
         target = tmp_path / "submitted" / "ada" / A
         target.mkdir(parents=True)
         (target / "old.ipynb").write_text("an earlier submission")
-        with pytest.raises(exchange.UnreadableSubmission, match="passed a submission's limits.*folders 64 deep"):
+        refusal = "passed a submission's limits.*a folder nested 64 deep"
+        with pytest.raises(exchange.UnreadableSubmission, match=refusal):
             _collect(folder, target)
         assert os.listdir(target) == ["old.ipynb"]
     finally:

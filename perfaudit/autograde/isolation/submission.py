@@ -68,6 +68,49 @@ def left_out(path: str | Path, ignore: Sequence[str]) -> bool:
     return ignored(os.path.basename(path), ignore) and ignored_by_autograde(path, ignore)
 
 
+class Tally:
+    """A submission counted against its limits, entry by entry. Both walks feed one: the check before a read
+    (problems) and the read itself (grade/task.read_tree), which a student can change under, so both refuse by the
+    same rules and in the same words. Each method returns why the entry passes a limit, or None."""
+
+    def __init__(self) -> None:
+        self.entries = 0
+        self.bytes = 0
+
+    @staticmethod
+    def folder(depth: int) -> str | None:
+        return f"a folder nested {depth} deep, over the {MAX_DEPTH} a submission may have" \
+            if depth >= MAX_DEPTH else None
+
+    @staticmethod
+    def path(relative: str) -> str | None:
+        return f"a path of {len(relative)} characters, over the {MAX_PATH_CHARS} a submission's paths may have" \
+            if len(relative) > MAX_PATH_CHARS else None
+
+    def file(self, size: int, links: int) -> str | None:
+        """A regular file of size bytes and links names: counted, unless it is refused."""
+        if links > 1:
+            return "a hard link to another file: submissions may hold regular files only"
+        if size > MAX_FILE_BYTES:
+            return f"{size} bytes, over the {MAX_FILE_BYTES // 2**20} MB a file may have"
+        self.bytes += size
+        return None
+
+    def whole(self, not_counted: Sequence[str] = ()) -> str | None:
+        """After each folder: whether all counted so far passes the submission's limits."""
+        if self.entries <= MAX_ENTRIES and self.bytes <= MAX_TOTAL_BYTES:
+            return None
+        unlisted = f"; {', '.join(not_counted)} not counted" if not_counted else ""
+        return (f"where the submission passed its limits: {self.entries} files and folders and "
+                f"{self.bytes // 2**20} MB counted so far, over the {MAX_ENTRIES} entries or "
+                f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{unlisted}")
+
+
+def shown(relative: str) -> str:
+    """A path as a refusal names it: a path too long to read is cut."""
+    return relative if len(relative) <= MAX_PATH_CHARS else relative[:80] + "..."
+
+
 def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, str]]:
     """[(relative path, why)] for every entry of folder the grader refuses to read; [] when all is well.
 
@@ -75,7 +118,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
     gets (.git, runs/, checkpoints): entries matching them, and all under them, are neither refused nor counted, so
     the limits apply to what is graded. Only where every copy leaves them out: an entry plain autograde would copy
     all the same (ignored_by_autograde) is counted and checked, since that copy follows links."""
-    folder, found, total, count = Path(folder), [], 0, 0
+    folder, found, tally = Path(folder), [], Tally()
     if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
         return [(".", f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
 
@@ -87,17 +130,17 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                       f"a folder the grader may not open ({error.strerror}{_mode_of(where)})"))
 
     for root, dirs, files in os.walk(folder, onerror=closed):  # never follows links: a linked folder is a name
-        depth = len(Path(root).relative_to(folder).parts)
-        if depth >= MAX_DEPTH:
-            found.append((str(Path(root).relative_to(folder)), f"a folder nested {depth} deep, over the {MAX_DEPTH} "
-                                                               "a submission may have"))
+        here = str(Path(root).relative_to(folder))
+        why = tally.folder(len(Path(root).relative_to(folder).parts))
+        if why:
+            found.append((here, why))
             break
         for name in sorted(dirs + files):
             path = Path(root) / name
             rel = str(path.relative_to(folder))
-            if len(rel) > MAX_PATH_CHARS:
-                found.append((rel[:80] + "...", f"a path of {len(rel)} characters, over the {MAX_PATH_CHARS} a "
-                                                "submission's paths may have"))
+            why = tally.path(rel)
+            if why:
+                found.append((shown(rel), why))
                 if name in dirs:
                     dirs.remove(name)
                 continue
@@ -112,7 +155,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                 if name in dirs:
                     dirs.remove(name)
                 continue
-            count += 1
+            tally.entries += 1
             if stat.S_ISDIR(info.st_mode):
                 if not os.access(path, os.R_OK | os.X_OK):
                     found.append((rel, f"a folder the grader may not open (mode {oct(stat.S_IMODE(info.st_mode))})"))
@@ -122,18 +165,13 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                 found.append((rel, f"a file the grader may not read (mode {oct(stat.S_IMODE(info.st_mode))})"))
             elif not stat.S_ISREG(info.st_mode):
                 found.append((rel, f"{kind(info.st_mode)}: submissions may hold regular files only"))
-            elif info.st_nlink > 1:
-                found.append((rel, "a hard link to another file: submissions may hold regular files only"))
-            elif info.st_size > MAX_FILE_BYTES:
-                found.append((rel, f"{info.st_size} bytes, over the {MAX_FILE_BYTES // 2**20} MB a file may have"))
             else:
-                total += info.st_size
-        if count > MAX_ENTRIES or total > MAX_TOTAL_BYTES:
-            where = str(Path(root).relative_to(folder))
-            not_counted = f"; {', '.join(ignore)} not counted" if ignore else ""
-            found.append((where, f"where the submission passed its limits: {count} files and folders and "
-                                 f"{total // 2**20} MB counted so far, over the {MAX_ENTRIES} entries or "
-                                 f"{MAX_TOTAL_BYTES // 2**20} MB a submission may hold{not_counted}"))
+                why = tally.file(info.st_size, info.st_nlink)
+                if why:
+                    found.append((rel, why))
+        why = tally.whole(ignore)
+        if why:
+            found.append((here, why))
             break
     return found
 

@@ -300,3 +300,29 @@ def test_a_path_longer_than_the_graders_can_copy_is_refused(tmp_path):
     found = submission.problems(folder)
     assert len(found) == 1 and f"over the {submission.MAX_PATH_CHARS} a submission's paths may have" in found[0][1]
     assert found[0][0].startswith("0" * 80)
+
+
+@pytest.mark.parametrize("limit, value, make, why", [
+    ("MAX_ENTRIES", 3, lambda f: [(f / f"n{i}.txt").write_text("x") for i in range(4)], "passed its limits: 5 files"),
+    ("MAX_TOTAL_BYTES", 10, lambda f: [(f / f"n{i}.txt").write_text("x" * 6) for i in range(2)], "and 0 MB counted"),
+    ("MAX_FILE_BYTES", 5, lambda f: (f / "big.txt").write_text("x" * 6), "6 bytes, over the 0 MB a file may have"),
+    ("MAX_DEPTH", 2, lambda f: (f / "a" / "b" / "c").mkdir(parents=True), "'a/b' is a folder nested 2 deep"),
+    ("MAX_PATH_CHARS", 60, lambda f: (f / ("x" * 61)).write_text("x"), "a path of 61 characters, over the 60"),
+    ("MAX_ENTRIES", 1000, lambda f: os.link(f / "n.txt", f / "m.txt"), "'m.txt' is a hard link to another file"),
+])
+def test_the_check_and_the_read_refuse_by_one_count(tmp_path, monkeypatch, limit, value, make, why):
+    """submission.problems looks before a read, task.read_tree(within_limits=True) reads (a student can change the
+    folder between the two): both feed one Tally, so each limit refuses in both, in the same words."""
+    from perfaudit.grade import task  # the read: grade/ imports this module, not the other way
+
+    folder = tmp_path / "sub"
+    folder.mkdir()
+    (folder / "n.txt").write_text("")
+    monkeypatch.setattr(submission, limit, value)
+    make(folder)
+    found = submission.problems(folder)
+    assert why in submission.describe(found)
+    with pytest.raises(submission.OverLimits) as refused:
+        task.read_tree(folder, within_limits=True)
+    assert why in str(refused.value)
+    assert task.read_tree(folder)  # a trusted read (the course's own files) counts, and refuses nothing
