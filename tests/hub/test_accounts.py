@@ -5,6 +5,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -67,9 +68,9 @@ print(shmid)
 
 
 def test_a_removed_account_leaves_nothing_a_later_one_with_its_uid_would_own():
-    """A held-out attacker's account, removed, left files in /tmp, /dev/shm and the exchange's root and a System V
-    segment, owned by its uid, which the next account given that uid owns; and a zombie (an ended process its
-    parent never reaped) made userdel refuse. Each is gone, a link among them removed and not followed, and what
+    """A held-out attacker's account, removed, left files in /tmp, /dev/shm, /run/lock and the exchange's root and a
+    System V segment, owned by its uid, which the next account given that uid owns; and a zombie (an ended process
+    its parent never reaped) made userdel refuse. Each is gone, a link among them removed and not followed, and what
     other accounts own stays."""
     if os.geteuid() != 0:
         pytest.fail("makes a Linux account: run it as root (CI does)")
@@ -84,9 +85,9 @@ def test_a_removed_account_leaves_nothing_a_later_one_with_its_uid_would_own():
     precious.write_text("kept")
     as_student = ["runuser", "-u", name, "--"]
     made = [Path(f"/tmp/{name}-file"), Path(f"/dev/shm/{name}-file"), Path(f"/var/tmp/{name}-folder"),
-            exchange_root / "folder", exchange_root / "link"]
-    subprocess.run([*as_student, "sh", "-c", f"touch {made[0]} {made[1]} && mkdir -p {made[2]}/deep {made[3]} && "
-                    f"touch {made[2]}/deep/x && ln -s {precious} {made[4]}"], check=True)
+            exchange_root / "folder", exchange_root / "link", Path(f"/run/lock/{name}-left")]
+    subprocess.run([*as_student, "sh", "-c", f"touch {made[0]} {made[1]} {made[5]} && mkdir -p {made[2]}/deep "
+                    f"{made[3]} && touch {made[2]}/deep/x && ln -s {precious} {made[4]}"], check=True)
     others = exchange_root / "a classmate's"
     others.write_text("kept")
     shmid = int(subprocess.run([*as_student, "/usr/bin/python3", "-c", SHM_MADE], capture_output=True, text=True,
@@ -104,3 +105,27 @@ def test_a_removed_account_leaves_nothing_a_later_one_with_its_uid_would_own():
         holder.wait()
         subprocess.run(["userdel", "--force", "--remove", name], capture_output=True)
         shutil.rmtree(reachable)
+
+
+def test_an_account_whose_processes_fork_and_exit_as_fast_as_they_can_is_removed():
+    """A held-out attacker's loop, `while true; do /bin/true; done`, made the removal stop with a traceback: a
+    process listed was gone when it was killed by its id, and the account stayed. Its processes, one detached from
+    every terminal too (setsid), are all ended, and the account removed."""
+    if os.geteuid() != 0:
+        pytest.fail("makes a Linux account: run it as root (CI does)")
+    name = f"paloop{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--create-home", name], check=True)
+    try:
+        uid = int(subprocess.run(["id", "-u", name], capture_output=True, text=True, check=True).stdout)
+        as_student = ["runuser", "-u", name, "--"]
+        loops = [subprocess.Popen([*as_student, "sh", "-c", "while true; do /bin/true; done"]) for _ in range(3)]
+        subprocess.run([*as_student, "setsid", "-f", "sleep", "300"], check=True)
+        time.sleep(1)
+        left = accounts.remove([(name,)], hub=SimpleNamespace(groups=lambda: [], exchange=Path("/nonexistent")))
+        assert left == [] and not accounts.exists(name)
+        assert accounts.end_processes(uid) == []
+        for loop in loops:
+            loop.wait(timeout=10)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        subprocess.run(["userdel", "--force", "--remove", name], capture_output=True)

@@ -102,12 +102,18 @@ def hub():
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
         # make hub's recipe: the exchange (and the check that the course's owner can grade), then the hub
         _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
+        squatter = _squatting(attacker, url)
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
                 [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_for_hub(url, hub_process, log, HUB_START_S)
+        squatter.wait(timeout=10)
+        attacker_uid = pwd.getpwnam(attacker).pw_uid
+        running = [p for p in psutil.process_iter(["uids", "status"])
+                   if p.info["uids"] and p.info["uids"].real == attacker_uid and p.info["status"] != "zombie"]
+        assert not running, f"the squatter outlived the hub's start: {running}"
         python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
         yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
                "students": students, "attacker": attacker, "instructor": instructor, "owner": owner,
@@ -126,6 +132,28 @@ def hub():
         assert not left_listening(port, lambda p: p.uids().real in hub_uids
                                   or p.environ().get("PERFAUDIT_HUB_STATE") == str(state)), \
             f"port {port} is still in use after the hub stopped"
+
+
+SQUAT = """
+import socket, sys, time
+server = socket.socket()
+server.bind((sys.argv[1], int(sys.argv[2])))
+server.listen()
+print("listening", flush=True)
+while True:  # answers the logins a hub would have had
+    server.accept()[0].close()
+"""
+
+
+def _squatting(account, url):
+    """A held-out attacker's squatter: a process a student left running (setsid, from a terminal) that holds the
+    hub's public port before the hub starts again, and would answer its logins. Returns its runuser; the hub's
+    start must end the squatter, or its proxy could not listen."""
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
+    squatter = subprocess.Popen(["runuser", "-u", account, "--", "setsid", "/usr/bin/python3", "-c", SQUAT, host,
+                                 port], stdout=subprocess.PIPE, text=True)
+    assert squatter.stdout.readline() == "listening\n"
+    return squatter
 
 
 def _course_in_git(folder, course_id):
