@@ -73,7 +73,7 @@ def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = (), 
     found: dict[str, bytes] = {}
     if dir_fd is None and not Path(folder).is_dir():
         return found
-    tally = submission.Tally()  # the rules submission.problems checked before the read
+    tally = submission.Tally(os.stat(folder, dir_fd=dir_fd).st_uid)  # the rules submission.problems checked
 
     def over(relative: Path, why: str | None) -> None:
         if within_limits and why:
@@ -96,7 +96,8 @@ def read_tree(folder: str | Path, prefix: str = "", ignore: Sequence[str] = (), 
                 info = os.fstat(handle.fileno())
                 if stat.S_ISREG(info.st_mode):  # a FIFO or a device: never read
                     data = handle.read(submission.MAX_FILE_BYTES + within_limits)  # one byte more tells it is over
-                    over(here / name, tally.file(len(data), info.st_nlink))  # what was read, not what fstat said
+                    # what was read, not what fstat said
+                    over(here / name, tally.file(len(data), info.st_nlink, info.st_uid))
                     found[f"{prefix}/{(here / name).as_posix()}" if prefix else (here / name).as_posix()] = data
         over(here, tally.whole(ignore))
     return found

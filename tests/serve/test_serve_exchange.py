@@ -203,6 +203,7 @@ def test_what_the_course_ignores_is_neither_counted_nor_refused_nor_collected(tm
     objects.mkdir(parents=True)
     for n in range(submission.MAX_ENTRIES + 1):
         (objects / f"{n:04x}").write_text("an object")
+    os.chown(objects / "0000", 65534, -1)  # a file another account owns: its link is refused where counted
     os.link(objects / "0000", objects / "linked")
     (folder / "runs").mkdir()
     (folder / "runs" / "trace.bin").write_bytes(bytes(2000))

@@ -71,9 +71,16 @@ def left_out(path: str | Path, ignore: Sequence[str]) -> bool:
 class Tally:
     """A submission counted against its limits, entry by entry. Both walks feed one: the check before a read
     (problems) and the read itself (grade/task.read_tree), which a student can change under, so both refuse by the
-    same rules and in the same words. Each method returns why the entry passes a limit, or None."""
+    same rules and in the same words. Each method returns why the entry passes a limit, or None.
 
-    def __init__(self) -> None:
+    owner: the uid that owns the submission's folder (the student's on the hub, the instructor's in submitted/).
+    A file of theirs with other links is read as any file (an instructor's backup made with `cp -al` linked every
+    submission, and a refusal zeroed the class); a linked file another account owns is refused: where the kernel lets
+    anyone link what they cannot read (fs.protected_hardlinks=0), it could be the answer key, or a classmate's
+    notebook, whose own submission a refusal of any linked file zeroed (a fresh attacker)."""
+
+    def __init__(self, owner: int | None = None) -> None:
+        self.owner = owner
         self.entries = 0
         self.bytes = 0
 
@@ -87,10 +94,11 @@ class Tally:
         return f"a path of {len(relative)} characters, over the {MAX_PATH_CHARS} a submission's paths may have" \
             if len(relative) > MAX_PATH_CHARS else None
 
-    def file(self, size: int, links: int) -> str | None:
-        """A regular file of size bytes and links names: counted, unless it is refused."""
-        if links > 1:
-            return "a hard link to another file: submissions may hold regular files only"
+    def file(self, size: int, links: int, uid: int) -> str | None:
+        """A regular file of size bytes, links names and owner uid: counted, unless it is refused."""
+        if links > 1 and uid != self.owner:
+            return (f"a hard link to a file another account owns (uid {uid}, not {self.owner}): submissions may hold "
+                    "their own files only")
         if size > MAX_FILE_BYTES:
             return f"{size} bytes, over the {MAX_FILE_BYTES // 2**20} MB a file may have"
         self.bytes += size
@@ -118,9 +126,10 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
     gets (.git, runs/, checkpoints): entries matching them, and all under them, are neither refused nor counted, so
     the limits apply to what is graded. Only where every copy leaves them out: an entry plain autograde would copy
     all the same (ignored_by_autograde) is counted and checked, since that copy follows links."""
-    folder, found, tally = Path(folder), [], Tally()
+    folder, found = Path(folder), []
     if folder.is_dir() and not os.access(folder, os.R_OK | os.X_OK):
         return [(".", f"a folder the grader may not open (mode {oct(stat.S_IMODE(folder.stat().st_mode))})")]
+    tally = Tally(folder.stat().st_uid if folder.is_dir() else None)
 
     def closed(error: OSError) -> None:  # a folder this account may not list (its student closed it)
         if isinstance(error, FileNotFoundError):
@@ -166,7 +175,7 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
             elif not stat.S_ISREG(info.st_mode):
                 found.append((rel, f"{kind(info.st_mode)}: submissions may hold regular files only"))
             else:
-                why = tally.file(info.st_size, info.st_nlink)
+                why = tally.file(info.st_size, info.st_nlink, info.st_uid)
                 if why:
                     found.append((rel, why))
         why = tally.whole(ignore)

@@ -2,6 +2,7 @@
 
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -13,7 +14,7 @@ from courses import FULL, NB1, make_course
 from perfaudit import ASSIGNMENT
 from perfaudit.autograde.isolation import submission
 from perfaudit.fixtures import samples
-from perfaudit.grade import diagnose, run
+from perfaudit.grade import diagnose, run, task
 from perfaudit.instructor import course
 
 EXPECTED = {"01-first-call-vs-steady": ["workload"]}
@@ -26,11 +27,20 @@ def _folder(tmp_path):
     return folder
 
 
+def _linked_from_another_account(path, link):
+    """A hard link to a file another account owns (here as root: the file given to nobody)."""
+    os.chown(path, NOBODY, -1)
+    os.link(path, link)
+
+
+NOBODY = 65534
+
+
 @pytest.mark.parametrize("make, kind", [
     (lambda f: os.symlink("/etc/passwd", f / "notes.txt"), "a symbolic link"),
     (lambda f: os.symlink("/dev/zero", f / "data.bin"), "a symbolic link"),
     (lambda f: os.mkfifo(f / "pipe"), "a FIFO"),
-    (lambda f: os.link(f / "01-first-call-vs-steady.ipynb", f / "copy.ipynb"), "a hard link"),
+    (lambda f: _linked_from_another_account(f / "01-first-call-vs-steady.ipynb", f / "copy.ipynb"), "a hard link"),
 ])
 def test_anything_but_a_regular_file_is_refused_with_its_name_and_kind(tmp_path, make, kind):
     folder = _folder(tmp_path)
@@ -308,13 +318,12 @@ def test_a_path_longer_than_the_graders_can_copy_is_refused(tmp_path):
     ("MAX_FILE_BYTES", 5, lambda f: (f / "big.txt").write_text("x" * 6), "6 bytes, over the 0 MB a file may have"),
     ("MAX_DEPTH", 2, lambda f: (f / "a" / "b" / "c").mkdir(parents=True), "'a/b' is a folder nested 2 deep"),
     ("MAX_PATH_CHARS", 60, lambda f: (f / ("x" * 61)).write_text("x"), "a path of 61 characters, over the 60"),
-    ("MAX_ENTRIES", 1000, lambda f: os.link(f / "n.txt", f / "m.txt"), "'m.txt' is a hard link to another file"),
+    ("MAX_ENTRIES", 1000, lambda f: _linked_from_another_account(f / "n.txt", f / "m.txt"),
+     "'m.txt' is a hard link to a file another account owns"),
 ])
 def test_the_check_and_the_read_refuse_by_one_count(tmp_path, monkeypatch, limit, value, make, why):
     """submission.problems looks before a read, task.read_tree(within_limits=True) reads (a student can change the
     folder between the two): both feed one Tally, so each limit refuses in both, in the same words."""
-    from perfaudit.grade import task  # the read: grade/ imports this module, not the other way
-
     folder = tmp_path / "sub"
     folder.mkdir()
     (folder / "n.txt").write_text("")
@@ -326,3 +335,15 @@ def test_the_check_and_the_read_refuse_by_one_count(tmp_path, monkeypatch, limit
         task.read_tree(folder, within_limits=True)
     assert why in str(refused.value)
     assert task.read_tree(folder)  # a trusted read (the course's own files) counts, and refuses nothing
+
+
+def test_files_of_the_submission_s_owner_with_other_links_are_read_as_any_file(tmp_path):
+    """An instructor's backup of submitted/ made with hard links (`cp -al`): every file of every submission has two
+    names. A fresh attacker's classmate was zeroed by a refusal of any linked file; the owner's files are read."""
+    folder = _folder(tmp_path)
+    (folder / "evidence.json").write_text("{}")
+    shutil.copytree(folder, tmp_path / "backup", copy_function=os.link)
+    assert submission.problems(folder) == []
+    submission.stage(folder, tmp_path / "staged")
+    assert (tmp_path / "staged" / "evidence.json").read_text() == "{}"
+    assert sorted(task.read_tree(folder, within_limits=True)) == ["01-first-call-vs-steady.ipynb", "evidence.json"]
