@@ -202,3 +202,38 @@ def test_a_segment_given_to_a_classmate_is_counted_and_removed_as_its_maker_s(tw
     finally:
         memory_holders.stop(working)
         memory_holders.remove_segments(segment)
+
+
+OPEN_MANY = """import os, resource, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+first = os.open("/dev/null", os.O_RDONLY)
+for _ in range(int(sys.argv[1])):
+    os.dup(first)
+print('holding', flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_student_whose_processes_hold_too_many_descriptors_loses_the_largest_table_first(two_students, hub):
+    """A held-out attacker's processes held 8.4 million descriptors, and the looks that stat each one kept this service
+    busy for minutes, while a dd wrote past the exchange's share. The descriptor tables over a student's budget lose
+    their largest first, before any of that; a classmate's and the server's are kept."""
+    greedy, classmate = two_students
+    server = hub.start_server(greedy, [PYTHON, "-c", OPEN_MANY, "3000"])  # the hub's own child: their server
+    assert server.stdout.readline().strip() == "holding"
+    many = [subprocess.Popen(["runuser", "-u", account, "--", PYTHON, "-c", OPEN_MANY, str(count)], cwd="/",
+                             stdout=subprocess.PIPE, text=True)
+            for account, count in ((greedy, 3000), (greedy, 200), (classmate, 3000))]
+    try:
+        for process in many:
+            assert process.stdout.readline().strip() == "holding"
+        assert watchdog.enforce_descriptors([greedy, classmate], hub.hub, budget=20000) == []
+        said = watchdog.enforce_descriptors([greedy, classmate], hub.hub, budget=6000)
+        assert len(said) == 1 and said[0].startswith(f"stopped {greedy}'s process "), said
+        assert "4096 descriptor slots" in said[0] and "over the 6000 each student may have" in said[0], said
+        assert many[0].wait(timeout=30) == 128 + 9  # the largest table that is not the server's
+        assert server.poll() is None and many[1].poll() is None and many[2].poll() is None
+    finally:
+        for process in [server, *many]:
+            process.kill()
+            process.wait()
