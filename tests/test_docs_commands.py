@@ -155,8 +155,9 @@ RUN_BY = {
     "sudo make hub-users ROSTER=roster.txt": [
         ("hub/test_hub.py", "accounts.add(people, hub=settings.from_environment(env))"),
         ("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],  # docs/hub.md's section, as written
-    "sudo make hub": [("hub/test_hub.py", '_run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)'),
-                      ("hub/test_hub_docs.py", 'hub = subprocess.Popen(["bash", "-c", substituted(commands[-1]')],
+    "sudo PERFAUDIT_HUB_DOMAIN=https://hub.example.edu make hub": [
+        ("hub/test_hub.py", '_run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)'),
+        ("hub/test_hub_docs.py", 'hub = subprocess.Popen(["bash", "-c", substituted(commands[-1]')],
     # docs/hub.md's first step, as written (an account and a folder of the test's own)
     "useradd --create-home grader": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],
     "chmod 0700 /home/grader": [("hub/test_hub_docs.py", "_run(line, cwd, SETUP_S)")],

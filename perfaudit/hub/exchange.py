@@ -291,7 +291,7 @@ def record_names(hub, python):
 
 def main():
     hub = settings.from_environment()
-    refused = preflight.root_owned(hub)
+    refused = preflight.root_owned(hub) or preflight.shared_origin(hub)
     if refused:
         raise SystemExit(refused)
     try:

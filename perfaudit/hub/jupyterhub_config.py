@@ -42,6 +42,15 @@ if os.geteuid() == 0:
 
 # --- where it listens, and its own files -----------------------------------------------------------------------
 c.JupyterHub.bind_url = hub.url
+# Each person's server, and Formgrader, on a domain of its own (<name>.<domain>, <course>--service.<domain>): the
+# browser keeps a page from one origin out of another's. On one origin, a page a student's server answers with (its
+# owner controls that process: a config file, or the port taken after it is killed) read a classmate's notebooks,
+# opened a terminal as her and, opened by an instructor, Formgrader's answer key, each with one click (a held-out
+# attacker). JupyterHub: "Subdomains are the only way to reliably isolate user servers from each other." Over HTTPS,
+# cookies a subdomain cannot set for another (__Host-: JupyterHub's cookie_host_prefix_enabled).
+if hub.domain:
+    c.JupyterHub.subdomain_host = hub.domain
+    c.JupyterHub.cookie_host_prefix_enabled = hub.domain.startswith("https://")
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"
@@ -87,6 +96,7 @@ c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the pe
                   settings.GUARDED_PEERS,  # ... and none of a classmate's read at all: their connections closed unread
                   settings.GUARDED_BODIES]  # ... nor, through the proxy, a body sent without the owner's login
 c.Spawner.default_url = "/lab"
+c.Spawner.disable_user_config = True  # no ~/.jupyter config of theirs runs in their server (JupyterHub's advice)
 c.Spawner.environment = {
     "PATH": accounts_path,
     # nbgrader's course and exchange (students/nbgrader_config.py); nbgrader's instructor tools turned off in

@@ -8,6 +8,7 @@ Each answer is one line.
 """
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,6 +54,20 @@ def root_owned(hub):
     return (f"Refused: root owns the course directory {hub.course}, so Formgrader's terminal would be a root shell "
             "for every instructor and the grading service would grade as root. Give the course an account of its "
             f"own: useradd --create-home grader && chown -R grader: {hub.course} (docs/hub.md).")
+
+
+def shared_origin(hub):
+    """make hub's refusal, in one line, to serve a class from one origin; None where each server has its own."""
+    if hub.domain:
+        if not re.fullmatch(r"https?://[a-z0-9.-]+(:[0-9]+)?", hub.domain):
+            return f"refused: PERFAUDIT_HUB_DOMAIN={hub.domain!r} is not https://<host name>[:port]"
+        return None
+    if hub.shared_origin:
+        return None
+    return ("refused: every student's server would be served from the hub's one origin, where a page one of them "
+            "serves acts as any classmate who opens it (JupyterHub's own warning); set PERFAUDIT_HUB_DOMAIN="
+            "https://<the hub's host name> with a wildcard DNS record and certificate for *.<that name> "
+            "(docs/hub.md), or PERFAUDIT_HUB_SHARED_ORIGIN=1 for people who trust each other")
 
 
 def run_as_owner(hub, python, *args, as_the_service=False):

@@ -6,7 +6,10 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_COURSE     the course directory (default: this repository)
     PERFAUDIT_HUB_STATE      the hub's own files: its database, cookie secret, first passwords (default: .hub/)
     PERFAUDIT_EXCHANGE       nbgrader's exchange every account shares (default: /srv/nbgrader/exchange)
-    PERFAUDIT_HUB_URL        where students connect (default: http://:8000, every interface)
+    PERFAUDIT_HUB_URL        where the hub listens (default: http://:8000, every interface)
+    PERFAUDIT_HUB_DOMAIN     the hub's public address, https://hub.example.edu[:port]: each person's server and
+                             Formgrader on a domain of its own under it (JupyterHub's subdomain_host); required
+                             unless PERFAUDIT_HUB_SHARED_ORIGIN=1 (a group that trusts each other: not a class)
     PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
     PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
     PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
@@ -63,6 +66,8 @@ class HubSettings:
     state: Path
     exchange: Path
     url: str
+    domain: str  # "" where every page is served from the hub's one origin
+    shared_origin: bool  # ... which the instructor chose, knowing what it lets students do to each other
     hub_port: int
     proxy_api_port: int
     formgrader_port: int
@@ -97,6 +102,8 @@ def from_environment(env=os.environ):
         state=Path(env.get("PERFAUDIT_HUB_STATE") or paths.ROOT / ".hub").resolve(),
         exchange=Path(env.get("PERFAUDIT_EXCHANGE") or DEFAULT_EXCHANGE),
         url=env.get("PERFAUDIT_HUB_URL") or "http://:8000",
+        domain=env.get("PERFAUDIT_HUB_DOMAIN", "").rstrip("/"),
+        shared_origin=env.get("PERFAUDIT_HUB_SHARED_ORIGIN") == "1",
         hub_port=hub, proxy_api_port=proxy_api, formgrader_port=formgrader,
         serve_args=tuple(shlex.split(env.get("PERFAUDIT_SERVE_ARGS", ""))),
         grading=env.get("PERFAUDIT_HUB_GRADING", "on") != "off",

@@ -259,7 +259,7 @@ def test_make_hub_stops_at_a_planted_link_with_its_one_line(tmp_path):
     (tmp_path / "exchange" / "jax-performance-audit").mkdir(parents=True)
     (tmp_path / "exchange" / "jax-performance-audit" / "inbound").symlink_to(victim)
     env = {**os.environ, "PERFAUDIT_HUB_COURSE": str(course), "PERFAUDIT_EXCHANGE": str(tmp_path / "exchange"),
-           "PERFAUDIT_HUB_STATE": str(tmp_path / "state")}
+           "PERFAUDIT_HUB_STATE": str(tmp_path / "state"), "PERFAUDIT_HUB_DOMAIN": "https://hub.example.edu"}
     done = subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout == "", done.stdout + done.stderr
     assert done.stderr.startswith(f"refused: {tmp_path / 'exchange' / 'jax-performance-audit' / 'inbound'} is a "

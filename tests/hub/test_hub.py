@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -80,9 +81,17 @@ def hub():
     owner = f"pa{tag}own"  # the course's `grader` account
     people = [(s, "student", full) for s, full in zip([*students, attacker], FULL_NAMES)] + [
         (instructor, "instructor", "")]
-    url = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    listening = f"http://127.0.0.1:{port}"
+    # As docs/hub.md asks of a class: each server on a domain of its own under the hub's, here names /etc/hosts gives
+    # this machine's loopback (the browser and the test's requests resolve them as a class's DNS would).
+    domain = f"hub{tag}.test"
+    url = f"http://{domain}:{port}"
+    hosts = [domain, *(f"{name}.{domain}" for name, *_ in people), f"{course_id}--service.{domain}",
+             f"grading--service.{domain}"]
     env = {**os.environ, "PERFAUDIT_HUB_COURSE": str(course_dir), "PERFAUDIT_HUB_STATE": str(state),
-           "PERFAUDIT_EXCHANGE": str(shared / "exchange"), "PERFAUDIT_HUB_URL": url,
+           "PERFAUDIT_EXCHANGE": str(shared / "exchange"), "PERFAUDIT_HUB_URL": listening,
+           "PERFAUDIT_HUB_DOMAIN": url,
            "PERFAUDIT_HUB_PORTS": ",".join(str(free_port()) for _ in range(3)),
            "PERFAUDIT_SERVE_ARGS": "--workers 1 --skip-canary",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
@@ -90,6 +99,7 @@ def hub():
     hub_uids: set[int] = set()  # the test's accounts, by uid: gone by name once they are removed
     course_groups = settings.from_environment(env).groups()  # read from the course's config, removed with it
     try:
+        names_of_this_machine(hosts)
         # make hub refuses a course root owns, in one line, before anything starts
         refused = subprocess.run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env, capture_output=True,
                                  text=True)
@@ -102,26 +112,28 @@ def hub():
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
         # make hub's recipe: the exchange (and the check that the course's owner can grade), then the hub
         _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
-        squatter = _squatting(attacker, url)
+        squatter = _squatting(attacker, listening)
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
                 [str(Path(sys.executable).parent / "jupyterhub"), "-f", str(CONFIG)],
                 cwd=state, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for_hub(url, hub_process, log, HUB_START_S)
+        wait_for_hub(listening, hub_process, log, HUB_START_S)
         squatter.wait(timeout=10)
         attacker_uid = pwd.getpwnam(attacker).pw_uid
         running = [p for p in psutil.process_iter(["uids", "status"])
                    if p.info["uids"] and p.info["uids"].real == attacker_uid and p.info["status"] != "zombie"]
         assert not running, f"the squatter outlived the hub's start: {running}"
         python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
-        yield {"url": url, "course": course_dir, "exchange": shared / "exchange" / course_id, "course_id": course_id,
+        yield {"url": url, "domain": domain, "course": course_dir, "exchange": shared / "exchange" / course_id,
+               "course_id": course_id,
                "students": students, "attacker": attacker, "instructor": instructor, "owner": owner,
                "passwords": passwords, "log": log, "state": state, "python": python}
     finally:
         _stop(hub_process)
         left = accounts.remove([*people, (owner, None)], hub=settings.from_environment(env))
         shutil.rmtree(shared, ignore_errors=True)
+        names_of_this_machine(hosts, remove=True)
     assert not left, f"accounts that outlived the test: {left}"
     kept = [hierarchy.folder / person_groups.HUB_GROUP / name for hierarchy in person_groups.hierarchies()
             for name, *_ in people if (hierarchy.folder / person_groups.HUB_GROUP / name).exists()]
@@ -132,6 +144,39 @@ def hub():
         assert not left_listening(port, lambda p: p.uids().real in hub_uids
                                   or p.environ().get("PERFAUDIT_HUB_STATE") == str(state)), \
             f"port {port} is still in use after the hub stopped"
+
+
+# What a held-out attacker's page did, opened by a classmate on the hub's one origin: it opened her JupyterLab in a
+# window and read it (the cookie gave her XSRF token), and asked her server's API with her login. [page, API].
+PROBE = """async ([page, api]) => {
+    const opened = window.open(page);
+    await new Promise(done => setTimeout(done, 5000));
+    let seen, asked;
+    try { seen = "read: " + opened.document.title + opened.document.cookie; } catch (e) { seen = "refused: " + e.name; }
+    opened.close();
+    try {
+        const answer = await fetch(api, {credentials: "include"});
+        asked = "read: " + answer.status + " " + (await answer.text()).slice(0, 100);
+    } catch (e) { asked = "refused: " + e.name; }
+    return [seen, asked];
+}"""
+HOSTS = Path("/etc/hosts")
+
+
+def names_of_this_machine(names, remove=False):
+    """Add to /etc/hosts (or remove) one line giving `names` this machine's loopback address."""
+    line = f"127.0.0.1 {' '.join(names)}  # perfaudit hub test\n"
+    text = HOSTS.read_text()
+    HOSTS.write_text(text.replace(line, "") if remove else text + line)
+
+
+def at(hub, path):
+    """The URL of path on the origin that serves it (PERFAUDIT_HUB_DOMAIN): a person's server on <name>.<domain>, a
+    service on <service>--service.<domain>, the hub's own pages on <domain>."""
+    parts = path.split("/")
+    kind = {"user": "{}.", "services": "{}--service."}.get(parts[1]) if len(parts) > 2 else None
+    host = (kind.format(parts[2]) if kind else "") + hub["domain"]
+    return f"http://{host}:{hub['url'].rsplit(':', 1)[1]}{path}"
 
 
 SQUAT = """
@@ -224,7 +269,7 @@ def logged_in(chromium, hub, name, artifacts, then="/hub/spawn"):
     page = context.new_page()
     page.set_default_timeout(UI_MS)
     try:
-        page.goto(f"{hub['url']}/hub/login?next={then}")
+        page.goto(f"{hub['url']}/hub/login?next={urllib.parse.quote(then, safe='/')}")
         page.fill("#username_input", name)
         page.fill("#password_input", hub["passwords"][name])
         page.click("#login_submit")
@@ -272,7 +317,7 @@ def fetch_feedback(page, hub, name):
     page.locator("#submitted_assignments_list button").get_by_text("Fetch Feedback", exact=True).click()
     page.locator("#submitted_assignments_list").get_by_text("(view feedback)").wait_for(timeout=EXCHANGE_MS)
     [fetched] = (home(name) / ASSIGNMENT / "feedback").glob(f"*/{STEM}.html")
-    served = page.request.get(f"{hub['url']}/user/{name}/files/{fetched.relative_to(home(name))}")
+    served = page.request.get(at(hub, f"/user/{name}/files/{fetched.relative_to(home(name))}"))
     assert served.ok, served.status
     return served.text()
 
@@ -677,10 +722,10 @@ def servers_answer_only_their_own_account(hub, attacker, student):
 # login; the status line back.
 UPLOAD = """
 import socket, sys
-url, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-host, port = url.split("//")[1].split(":")
-with socket.create_connection((host, int(port)), timeout=60) as s:
-    s.sendall(f"PUT {path} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nContent-Length: {size}\\r\\n\\r\\n".encode())
+from urllib.parse import urlsplit
+url, size = urlsplit(sys.argv[1]), int(sys.argv[2])
+with socket.create_connection((url.hostname, url.port), timeout=60) as s:
+    s.sendall(f"PUT {url.path} HTTP/1.1\\r\\nHost: {url.netloc}\\r\\nContent-Length: {size}\\r\\n\\r\\n".encode())
     for _ in range(size // 2**20):
         s.sendall(b"x" * 2**20)
     print(s.recv(64).decode(errors="replace").split("\\r\\n")[0] or "closed")
@@ -695,7 +740,7 @@ def bodies_without_a_login_are_dropped(hub, attacker, student):
     assert dropped not in hub["log"].read_text(), hub["log"].read_text()[-3000:]
     for path in (f"/user/{student}/api/contents/{ASSIGNMENT}/x.ipynb",
                  f"/services/{hub['course_id']}/api/contents/x.ipynb"):
-        done = as_account(attacker, str(hub["python"]), "-c", UPLOAD, hub["url"], path, str(8 * 2**20))
+        done = as_account(attacker, str(hub["python"]), "-c", UPLOAD, at(hub, path), str(8 * 2**20))
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip().split(" ")[1] in ("403", "302"), (path, done.stdout)
     deadline = time.monotonic() + 30  # each server's log line reaches the hub's log through its output
@@ -785,11 +830,11 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
             text = fetch_feedback(page, hub, name)
             assert f"{STEM} (Score: {SUBMISSIONS[chosen[name]]:.1f} / 5.0)" in text, text[:2000]
         # A student's terminal runs the course's python, JAX and nbgrader, as their notebooks do.
-        shell = open_terminal(page_1, f"{hub['url']}/user/{first}", server_of(first))
+        shell = open_terminal(page_1, at(hub, f"/user/{first}"), server_of(first))
         assert shell.username() == first and shell.cmdline() == ["/bin/bash"], shell.cmdline()
         runs_the_course_s_tools(first, shell.environ()["PATH"], "import jax, perfaudit")
         # The first student works in a kernel of their JupyterLab, which prints their work (the attacker tries it).
-        kernel = start_printing_kernel(page_1, f"{hub['url']}/user/{first}")
+        kernel = start_printing_kernel(page_1, at(hub, f"/user/{first}"))
         kernels_are_private(kernel)
         runs_under_the_limits(kernel)
         the_class_s_memory_is_watched(hub)
@@ -798,11 +843,19 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         servers_answer_only_their_own_account(hub, attacker, second)
         # ... nor, through the proxy, keeps a body sent without its login
         bodies_without_a_login_are_dropped(hub, attacker, first)
+        # A page of the attacker's origin, opened in her browser, reaches none of her server's pages or API: her own
+        # origin's page does (the control: the probe reads what it may).
+        own, foreign = page_1, page_1.context.new_page()
+        foreign.goto(at(hub, f"/user/{attacker}/anything"))
+        probe = [at(hub, f"/user/{first}/lab"), at(hub, f"/user/{first}/api/contents/{ASSIGNMENT}")]
+        assert [r.split(":")[0] for r in own.evaluate(PROBE, probe)] == ["read", "read"]
+        assert foreign.evaluate(PROBE, probe) == ["refused: SecurityError", "refused: TypeError"], foreign.url
+        foreign.close()
 
         # The second student, through the hub: the first's server (files, JupyterLab) is not theirs to open.
         for path in (f"/user/{first}/lab", f"/user/{first}/files/{ASSIGNMENT}/{NOTEBOOK}",
                      f"/user/{first}/api/contents/{ASSIGNMENT}/{NOTEBOOK}"):
-            answer = page_2.request.get(f"{hub['url']}{path}")
+            answer = page_2.request.get(at(hub, path))
             assert answer.status == 403, (path, answer.status, answer.url)
         # ... by path, as their own code runs (their account), and through the exchange.
         [submission] = [p for p in hub["exchange"].joinpath("inbound").iterdir() if p.name.startswith(f"{first}+")]
@@ -815,8 +868,8 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         # A student is refused Formgrader (a hub service for the instructors' group) and has no grading service
         # page to reach: it has no route through the proxy.
         formgrader = f"/services/{hub['course_id']}/formgrader"
-        assert page_1.request.get(f"{hub['url']}{formgrader}").status == 403
-        assert page_1.request.get(f"{hub['url']}/services/grading/").status == 404
+        assert page_1.request.get(at(hub, formgrader)).status == 403
+        assert page_1.request.get(at(hub, "/services/grading/")).status == 404
 
     # The attacker's odd entries are recorded as theirs, skipped (the closed folder once unchanged for a while).
     wait_for(hub["course"], lambda f: {n for n, r in f.items() if r["status"] == "skipped" and r["student"] == attacker}
@@ -835,11 +888,11 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
     with logged_in(chromium, hub, attacker, artifacts, then="/hub/home") as page:
         page.wait_for_url("**/hub/home**")
         for path in formgrader_api(hub):
-            refused[path] = page.request.get(f"{hub['url']}{path}").status  # through the hub's OAuth: refused
+            refused[path] = page.request.get(at(hub, path)).status  # through the hub's OAuth: refused
         xsrf = next((c["value"] for c in page.context.cookies() if c["name"] == "_xsrf"), "")
 
         def hub_request(method, path):
-            return page.request.fetch(f"{hub['url']}{path}", method=method, headers={"X-XSRFToken": xsrf})
+            return page.request.fetch(at(hub, path), method=method, headers={"X-XSRFToken": xsrf})
 
         for method, path in hub_api(hub):
             refused[f"{method} {path}"] = hub_request(method, path).status
@@ -847,8 +900,10 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         assert own.ok and own.json()["name"] == attacker, own.status
     assert all(status in (403, 404) for status in refused.values()), refused
 
-    with logged_in(chromium, hub, hub["instructor"], artifacts, then=f"{formgrader}/manage_students") as page:
-        page.wait_for_url(f"**{formgrader}/manage_students**")
+    with logged_in(chromium, hub, hub["instructor"], artifacts, then="/hub/home") as page:
+        page.wait_for_url("**/hub/home**")  # JupyterHub sends a login's next page to its own domain: Formgrader's
+        page.goto(at(hub, f"{formgrader}/manage_students"))  # is on the service's, as the Services menu links it
+        page.wait_for_url(at(hub, f"{formgrader}/manage_students") + "**")
         rows = page.locator("table tbody tr")
         for name, full in zip(hub["students"], FULL_NAMES):
             row = rows.filter(has_text=name)
@@ -858,12 +913,18 @@ def test_two_students_and_an_instructor_through_the_hub(hub, chromium, artifacts
         page.screenshot(path=str(artifacts / "hub-formgrader.png"))
         # The routes the attacker was refused answer the instructor.
         for path in formgrader_api(hub)[:2]:
-            answer = page.request.get(f"{hub['url']}{path}")
+            answer = page.request.get(at(hub, path))
             assert answer.ok and first in answer.text(), (path, answer.status)
+        # A page of a student's origin, opened by the instructor, reaches neither Formgrader nor its course's files.
+        foreign = page.context.new_page()
+        foreign.goto(at(hub, f"/user/{attacker}/anything"))
+        probe = [at(hub, f"{formgrader}/manage_students"), at(hub, f"/services/{hub['course_id']}/api/contents/source")]
+        assert foreign.evaluate(PROBE, probe) == ["refused: SecurityError", "refused: TypeError"], foreign.url
+        foreign.close()
         # Formgrader's terminal: the course's owner, with the course's environment (not a login shell's PATH).
-        terminal = open_terminal(page, f"{hub['url']}/services/{hub['course_id']}", formgrader_server(hub))
+        terminal = open_terminal(page, at(hub, f"/services/{hub['course_id']}"), formgrader_server(hub))
         # ... and a kernel of Formgrader's, printing (the gradebook's owner's work), which the attacker tries too.
-        kernels_are_private(start_printing_kernel(page, f"{hub['url']}/services/{hub['course_id']}"))
+        kernels_are_private(start_printing_kernel(page, at(hub, f"/services/{hub['course_id']}")))
     the_terminal_has_the_course_s_environment(hub, terminal)
     # The attacker tries every socket of the machine as a kernel's: the first student's and Formgrader's kernels
     # are out of reach, while a classmate's kernel on loopback TCP (the control) is read.

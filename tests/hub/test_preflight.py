@@ -83,3 +83,18 @@ def test_the_services_environment_is_the_hub_s_not_root_s(monkeypatch):
     env = preflight.as_the_service_runs(hub, Path("/srv/course/.venv/bin/python"))
     assert env["PATH"] == "/srv/course/.venv/bin:/usr/local/bin:/usr/bin:/bin"
     assert "ROOTS_OWN" not in env and env["HOME"] == hub.owner.pw_dir and env["USER"] == "nobody"
+
+
+@pytest.mark.parametrize("domain, shared, refused", [
+    ("", False, "served from the hub's one origin"),  # a class on one origin: refused, with what to set
+    ("", True, None),  # the instructor chose one origin, for people who trust each other
+    ("https://hub.example.edu", False, None),
+    ("http://hub.localhost:8000", False, None),
+    ("hub.example.edu", False, "is not https://<host name>[:port]"),
+    ("https://hub.example.edu/path", False, "is not https://<host name>[:port]"),
+])
+def test_a_class_on_one_origin_is_refused_in_one_line(domain, shared, refused):
+    """A held-out attacker's page, served by their own server on the hub's one origin, read a classmate's notebooks
+    and Formgrader's answer key when each opened it: make hub serves a class only with a domain per server."""
+    said = preflight.shared_origin(SimpleNamespace(domain=domain, shared_origin=shared))
+    assert (said is None) if refused is None else (refused in said and "\n" not in said), said
