@@ -31,7 +31,9 @@ from perfaudit.hub import exchange, held_memory, person_groups, settings
 ROLES = ("student", "instructor")
 # Where every account may leave files (sticky, world-writable), which a later account with a removed one's uid would own
 SHARED_FOLDERS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
-ACCOUNT_NAME = re.compile(r"[a-z_][a-z0-9_-]{0,31}")  # never taken for an option of useradd
+# Never taken for an option of useradd; and no "--": JupyterHub names a service's domain <service>--service.<domain>,
+# and a person's <login>.<domain>, so a login ending in "--service" would be a service's origin.
+ACCOUNT_NAME = re.compile(r"(?!.*--)[a-z_][a-z0-9_-]{0,31}")
 FULL_NAME = re.compile(r"[^,:=\x00-\x1f\x7f]*")  # the comment field: no field separators, no control characters
 
 
@@ -47,7 +49,7 @@ def read_roster(path):
         if role not in ROLES or not ACCOUNT_NAME.fullmatch(name) or not FULL_NAME.fullmatch(full_name):
             raise SystemExit(f"{path}:{number}: expected `name student` or `name instructor` (then, if you like, "
                              "the full name), the name a Linux account name (lowercase letters, digits, - and _, a "
-                             f"letter first); found {line!r}")
+                             f"letter first, no '--'); found {line!r}")
         people.append((name, role, full_name))
     return people
 

@@ -23,7 +23,8 @@ def test_a_roster_lists_names_and_roles(tmp_path):
 
 @pytest.mark.parametrize("line", ["Ada student", "ada teacher", "ada/../root student", "ada;rm student",
                                   "-oroot student", "2403117 student",
-                                  "ada student Ada,Lovelace", "ada student Ada:Lovelace"])
+                                  "ada student Ada,Lovelace", "ada student Ada:Lovelace",
+                                  "jax-performance-audit--service student"])
 def test_a_roster_line_that_is_not_an_account_is_refused(tmp_path, line):
     roster = tmp_path / "roster.txt"
     roster.write_text(f"{line}\n")

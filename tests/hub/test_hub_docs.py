@@ -1,10 +1,10 @@
 """docs/hub.md's "From a fresh machine to forty accounts", run as an instructor types it, on a fresh clone.
 
 The commands come from the doc itself: the ```bash blocks of that section from its steps 1 to 3 (after the system
-packages' apt-get, up to `sudo make hub`), in order, each run by bash as root in the folder the doc's `cd` names, and
-the roster written from the doc's example roster into that folder before the first command that reads it. The last
-command, `sudo make hub`, runs in the background in a session of its own. What must differ on a shared test
-machine is substituted, each in one place (SUBSTITUTIONS, ROSTER_NAMES): the owner account's name, /srv/course,
+packages' apt-get, up to `sudo ... make hub`), in order, each run by bash as root in the folder the doc's `cd`
+names, and the roster written from the doc's example roster into that folder before the first command that reads it.
+The last command, `sudo ... make hub`, runs in the background in a session of its own. What must differ on a shared
+test machine is substituted, each in one place (SUBSTITUTIONS, ROSTER_NAMES): the owner account's name, /srv/course,
 the clone's URL (a git bundle of this checkout's committed HEAD: git refuses to clone a repository another account
 owns, "dubious ownership"), the roster's names, and the hub's settings (docs/hub.md, **Settings**), given on sudo's
 command line as the doc says (sudo drops the caller's environment), with this machine's certificate authority for
@@ -46,6 +46,7 @@ from perfaudit.instructor import course
 pytestmark = pytest.mark.slow  # a venv from the registry, the proxy from npm, a hub, a grading: minutes
 
 DOC = paths.ROOT / "docs" / "hub.md"
+MAKE_HUB = "sudo PERFAUDIT_HUB_DOMAIN=https://hub.example.edu make hub"  # step 3, as the doc writes it
 SECTION = "## From a fresh machine to forty accounts"
 NOTEBOOK = paths.STAGES[1]
 STEM = NOTEBOOK.removesuffix(".ipynb")
@@ -90,8 +91,8 @@ def test_the_doc_s_commands_as_written_grade_a_first_submission(tmp_path):
     text = DOC.read_text()
     commands = section_commands(text)
     assert commands[0].startswith("apt-get install "), commands  # system packages: installed before the suite
-    assert "sudo make hub" in commands, commands  # step 3: the hub, run in the background below
-    commands = commands[1:commands.index("sudo make hub") + 1]  # steps 1 to 3 (the section goes on: the exchange)
+    assert MAKE_HUB in commands, commands  # step 3: the hub, run in the background below
+    commands = commands[1:commands.index(MAKE_HUB) + 1]  # steps 1 to 3 (the section goes on: the exchange)
     roster_text = example_roster(text)
     people = accounts.read_roster(_written(tmp_path / "example-roster.txt", roster_text))
     students = [name for name, role, _ in people if role == "student"]
@@ -159,7 +160,7 @@ def test_the_doc_s_commands_as_written_grade_a_first_submission(tmp_path):
         with open(log, "w") as out:
             hub = subprocess.Popen(["bash", "-c", substituted(commands[-1], SUBSTITUTIONS)], cwd=cwd, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
-        wait_for_hub(url, hub, log, HUB_START_S, "sudo make hub")
+        wait_for_hub(url, hub, log, HUB_START_S, MAKE_HUB)
         timings["hub answering"] = time.monotonic() - started
         print("seconds since the first command:", {k: round(v) for k, v in timings.items()})
 
