@@ -18,15 +18,12 @@ import pwd
 import re
 import secrets
 import shutil
-import signal
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
-import psutil
-
-from perfaudit.hub import exchange, held_memory, person_groups, settings
+from perfaudit.hub import exchange, held_memory, person_groups, servers, settings
 
 ROLES = ("student", "instructor")
 # Where every account may leave files (sticky, world-writable), which a later account with a removed one's uid would own
@@ -107,9 +104,9 @@ def add(people, hub=None):
 
 
 def remove(people, hub=None):
-    """Remove each account and its home; the account's processes (its server, kernels) are ended first, each by
-    its process id. Then the course's two groups, once nobody is left in them (add made them). Returns the names
-    that could not be removed."""
+    """Remove each account and its home; the account's processes (its server, kernels) are ended first
+    (servers.end_processes). Then the course's two groups, once nobody is left in them (add made them). Returns the
+    names that could not be removed."""
     hub = hub or settings.from_environment()
     left = []
     for name, *_ in people:
@@ -118,7 +115,7 @@ def remove(people, hub=None):
         uid = pwd.getpwnam(name).pw_uid
         # Ended processes whose parent never reaps them (an init that does not, in a container) stay as zombies,
         # which hold nothing but make userdel refuse: --force, where nothing else of the account runs.
-        force = [] if end_processes(uid) else ["--force"]
+        force = [] if servers.end_processes(uid) else ["--force"]
         subprocess.run(["userdel", *force, "--remove", name], capture_output=True)
         if exists(name):
             left.append(name)
@@ -129,45 +126,6 @@ def remove(people, hub=None):
         if exists(group, grp.getgrnam) and not grp.getgrnam(group).gr_mem:
             subprocess.run(["groupdel", group], capture_output=True)
     return left
-
-
-def end_processes(uid, rounds=20):
-    """End every process of the account uid; returns those still alive after `rounds` tries (zombies are not).
-
-    Each round asks the kernel, as that account, to kill every process it may signal (kill(-1)): the kernel walks
-    the whole process table itself, so a process that forks and exits as fast as it can (a held-out attacker's
-    loop, which made a kill by process id fail on a process gone meanwhile) is caught, and its child in a later
-    round."""
-    def alive():
-        return [p for p in psutil.process_iter(["uids"]) if p.info["uids"] and p.info["uids"].real == uid and _alive(p)]
-
-    try:  # looked up before the fork: the child makes system calls only
-        gid = pwd.getpwuid(uid).pw_gid
-    except KeyError:  # an account removed already: the signal's right goes by the uid alone
-        gid = uid
-    for _ in range(rounds):
-        running = alive()
-        if not running:
-            return []
-        child = os.fork()  # no program run as the account (root's own Python may be one it cannot run)
-        if child == 0:
-            try:  # this process becomes the account, and kill(-1) signals every process but its sender
-                os.setgroups([])
-                os.setgid(gid)
-                os.setuid(uid)
-                os.kill(-1, signal.SIGKILL)
-            finally:
-                os._exit(0)
-        os.waitpid(child, 0)
-        psutil.wait_procs(running, timeout=1)
-    return alive()
-
-
-def _alive(process):
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 def remove_leftovers(uid, folders, table=held_memory.SYSV_SHM):

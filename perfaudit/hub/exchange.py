@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from perfaudit import ASSIGNMENT, paths
-from perfaudit.hub import people, preflight, settings, userenv
+from perfaudit.hub import people, preflight, servers, settings, userenv
 
 MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o3733, "feedback": 0o711}
 ROOT_MODE = 0o1777
@@ -289,6 +289,24 @@ def record_names(hub, python):
           f"the students' names were not written to the gradebook: {preflight.last_line(done)}", file=sys.stderr)
 
 
+def end_leftovers(hub):
+    """End every process of the course's students and instructors (the owner's aside) before the hub starts: a held-out
+    attacker's process, started from a terminal with setsid, outlived the hub, took its ports as it restarted (the
+    start failed) and answered the logins on the public one with a page of its own. Their servers and kernels stop
+    with the hub anyway, and with the hub down they have no way to start another. Returns how many there were."""
+    ended = 0
+    for group in hub.groups():
+        try:
+            people = grp.getgrnam(group).gr_mem
+        except KeyError:
+            continue
+        for person in set(people) - {hub.owner.pw_name}:
+            uid = pwd.getpwnam(person).pw_uid
+            ended += len(servers.processes_of(uid))
+            servers.end_processes(uid)
+    return ended
+
+
 def main():
     hub = settings.from_environment()
     refused = preflight.root_owned(hub) or preflight.shared_origin(hub)
@@ -303,6 +321,9 @@ def main():
     problem = preflight.owner_problem(hub, python)
     if problem:
         raise SystemExit(problem)
+    ended = end_leftovers(hub)
+    if ended:
+        print(f"ended {ended} process(es) the course's people left running", file=sys.stderr)
     record_names(hub, python)
     if not released(course_path):
         release(hub)

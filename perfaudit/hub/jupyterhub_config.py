@@ -9,9 +9,8 @@ restarts it if it stops, and stops it with the hub. Where things are: perfaudit/
 
 import grp
 import os
-import pwd
 
-from perfaudit.hub import accounts, body_guard, exchange, own_network, preflight, settings, userenv
+from perfaudit.hub import body_guard, exchange, own_network, preflight, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 from perfaudit.serve import limits_notes
 
@@ -30,14 +29,6 @@ def members(group):
         return sorted(grp.getgrnam(group).gr_mem)
     except KeyError:
         return []
-
-
-# Nothing a person of the course left running outlives the hub into its next start: a held-out attacker's process,
-# started from a terminal with setsid, took the hub's ports as it restarted (its start failed) and answered the
-# logins on the public one with a page of its own. Their servers and kernels stop with the hub anyway.
-if os.geteuid() == 0:
-    for person in {*members(students), *members(instructors)} - {hub.owner.pw_name}:
-        accounts.end_processes(pwd.getpwnam(person).pw_uid)
 
 
 # --- where it listens, and its own files -----------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Which of a student's processes is their server: the one the hub itself started, never one named like it.
+"""Which of a student's processes is their server: the one the hub itself started, never one named like it; and
+how every process of an account is ended (make hub's start, the accounts' removal).
 
 The hub (JupyterHub, as root) starts each person's server as a child of its own process: LocalProcessSpawner forks,
 takes the account's uid and execs c.Spawner.cmd, whose prlimit and nice exec the server in turn
@@ -7,6 +8,10 @@ forked it (their server, a kernel, a terminal), or, orphaned, init or a subreape
 is the student's to write (exec -a, prctl, setproctitle), so it decides nothing. The hub's process is known by its
 pid and its start time together (psutil compares both), so a pid used again after the hub stops protects nobody.
 """
+
+import os
+import pwd
+import signal
 
 import psutil
 
@@ -31,3 +36,31 @@ def processes_of(uid: int) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["uids", "cmdline", "memory_info", "status"])
             if p.info["uids"] and p.info["uids"].real == uid and p.info["memory_info"] is not None
             and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+
+def end_processes(uid: int, rounds: int = 20) -> list[psutil.Process]:
+    """End every process of the account uid; returns those still alive after `rounds` tries (zombies are not).
+
+    Each round asks the kernel, as that account, to kill every process it may signal (kill(-1)): the kernel walks the
+    whole process table itself, so a process that forks and exits as fast as it can (a held-out attacker's loop,
+    which made a kill by process id fail on a process gone meanwhile) is caught, and its child in a later round."""
+    try:  # looked up before the fork: the child makes system calls only
+        gid = pwd.getpwuid(uid).pw_gid
+    except KeyError:  # an account removed already: the signal's right goes by the uid alone
+        gid = uid
+    for _ in range(rounds):
+        running = processes_of(uid)
+        if not running:
+            return []
+        child = os.fork()  # no program run as the account (root's own Python may be one it cannot run)
+        if child == 0:
+            try:  # this process becomes the account, and kill(-1) signals every process but its sender
+                os.setgroups([])
+                os.setgid(gid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(child, 0)
+        psutil.wait_procs(running, timeout=1)
+    return processes_of(uid)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from perfaudit.hub import accounts, people
+from perfaudit.hub import accounts, people, servers
 
 
 def test_a_roster_lists_names_and_roles(tmp_path):
@@ -124,7 +124,7 @@ def test_an_account_whose_processes_fork_and_exit_as_fast_as_they_can_is_removed
         time.sleep(1)
         left = accounts.remove([(name,)], hub=SimpleNamespace(groups=lambda: [], exchange=Path("/nonexistent")))
         assert left == [] and not accounts.exists(name)
-        assert accounts.end_processes(uid) == []
+        assert servers.end_processes(uid) == []
         for loop in loops:
             loop.wait(timeout=10)
     finally:

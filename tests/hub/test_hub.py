@@ -110,9 +110,10 @@ def hub():
         passwords = accounts.add(people, hub=settings.from_environment(env))
         hub_uids.update(pwd.getpwnam(name).pw_uid for name in [owner, *(name for name, _, _ in people)])
         _run(["make", "--no-print-directory", "hub-proxy"], cwd=paths.ROOT)
-        # make hub's recipe: the exchange (and the check that the course's owner can grade), then the hub
-        _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
         squatter = _squatting(attacker, listening)
+        # make hub's recipe: the exchange (and the check that the course's owner can grade, and the end of what the
+        # course's people left running), then the hub
+        _run([sys.executable, "-m", "perfaudit.hub.exchange"], env=env)
         log = state / "hub.log"
         with open(log, "w") as out:
             hub_process = subprocess.Popen(
@@ -123,7 +124,7 @@ def hub():
         attacker_uid = pwd.getpwnam(attacker).pw_uid
         running = [p for p in psutil.process_iter(["uids", "status"])
                    if p.info["uids"] and p.info["uids"].real == attacker_uid and p.info["status"] != "zombie"]
-        assert not running, f"the squatter outlived the hub's start: {running}"
+        assert not running, f"the squatter outlived make hub's start: {running}"
         python = userenv.accounts_python(settings.from_environment(env).venv_bin, settings.ACCOUNTS_PYTHON)
         yield {"url": url, "domain": domain, "course": course_dir, "exchange": shared / "exchange" / course_id,
                "course_id": course_id,
@@ -192,8 +193,8 @@ while True:  # answers the logins a hub would have had
 
 def _squatting(account, url):
     """A held-out attacker's squatter: a process a student left running (setsid, from a terminal) that holds the
-    hub's public port before the hub starts again, and would answer its logins. Returns its runuser; the hub's
-    start must end the squatter, or its proxy could not listen."""
+    hub's public port before the hub starts again, and would answer its logins. Returns its runuser; make hub's
+    first step must end the squatter, or the hub's proxy could not listen."""
     host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
     squatter = subprocess.Popen(["runuser", "-u", account, "--", "setsid", "/usr/bin/python3", "-c", SQUAT, host,
                                  port], stdout=subprocess.PIPE, text=True)
