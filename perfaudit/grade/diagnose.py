@@ -5,6 +5,7 @@ notebook and a deleted test cell silently score 0, and a duplicated or split cel
 but one copy. Here each gets a sentence the instructor can act on, and only readable notebooks are graded.
 """
 
+import codecs
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,10 @@ def _read(path):
     data = path.read_bytes()
     if not data.strip():
         return None, "the file is empty (0 bytes of notebook)"
+    if data.startswith(codecs.BOM_UTF8):  # json.loads of bytes skips it; nbgrader and Jupyter read text, and stop
+        return None, ("malformed: the file starts with a byte-order mark (bytes EF BB BF), which nbgrader and "
+                      "JupyterLab cannot read: save it as UTF-8 without one (an editor's 'UTF-8', not 'UTF-8 with "
+                      "BOM')")
     try:
         nb = json.loads(data)
     except RecursionError:

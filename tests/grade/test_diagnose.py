@@ -56,6 +56,14 @@ def test_a_file_that_is_no_notebook_says_what_it_is(tmp_path):
         "02-tracing": ["malformed: notebook format 3, expected 4"]}
 
 
+def test_a_notebook_saved_with_a_byte_order_mark_says_so(tmp_path):
+    """A fresh attacker's notebook saved with a UTF-8 byte-order mark: JSON of bytes reads past it, nbgrader (text)
+    does not, and the batch said only "NbGraderException: Please see the above traceback"."""
+    folder = _folder(tmp_path, **{"01-timing": b"\xef\xbb\xbf" + _notebook("time_call", "test_time_call").encode()})
+    reasons = diagnose(folder, EXPECTED).reasons["01-timing"]
+    assert reasons == [reasons[0]] and "starts with a byte-order mark (bytes EF BB BF)" in reasons[0], reasons
+
+
 def test_json_shaped_unlike_a_notebook_is_a_reason_never_an_error(tmp_path):
     """A notebook's JSON with cells that are numbers, metadata that is a list, a source that is no text or nesting
     deeper than Python's parser goes: each a reason for that notebook alone (one used to raise in the grading
