@@ -16,7 +16,6 @@ says so). What one student can write past their share is what their processes wr
 """
 
 import os
-import pwd
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import NamedTuple
 
 import psutil
 
-from perfaudit.hub.servers import Hub, processes_of
+from perfaudit.hub.servers import Hub, each_account
 
 BLOCK = 512  # st_blocks counts 512-byte blocks: what a file takes of the disk (a sparse file takes little)
 ENTRY = 4096  # what an entry counts at least: an empty file takes no block but an inode (200 000 of them: 800 MB)
@@ -148,12 +147,7 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
     owned = owned_blocks(exchange)
     walked = {key for files in owned.values() for key in files}  # counted for their owners already
     said = []
-    for account in accounts:
-        try:
-            uid = pwd.getpwnam(account).pw_uid
-        except KeyError:
-            continue
-        theirs = processes_of(uid)
+    for account, uid, theirs in each_account(accounts):
         blocks = {**owned.get(uid, {})}
         for process in theirs:  # a file without a name: its holder's, each inode once
             held = held_files(process, device)

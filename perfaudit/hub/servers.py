@@ -12,6 +12,7 @@ pid and its start time together (psutil compares both), so a pid used again afte
 import os
 import pwd
 import signal
+from collections.abc import Iterable, Iterator
 
 import psutil
 
@@ -36,6 +37,16 @@ def processes_of(uid: int) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["uids", "cmdline", "memory_info", "status"])
             if p.info["uids"] and p.info["uids"].real == uid and p.info["memory_info"] is not None
             and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+
+def each_account(accounts: Iterable[str]) -> Iterator[tuple[str, int, list[psutil.Process]]]:
+    """(account, uid, its living processes: processes_of) for each of accounts that exists."""
+    for account in accounts:
+        try:
+            uid = pwd.getpwnam(account).pw_uid
+        except KeyError:
+            continue
+        yield account, uid, processes_of(uid)
 
 
 def end_processes(uid: int, rounds: int = 20) -> list[psutil.Process]:

@@ -23,7 +23,6 @@ well, where no user quota does (perfaudit/hub/exchange_share.py).
 import argparse
 import grp
 import os
-import pwd
 import shutil
 import stat
 import sys
@@ -37,7 +36,7 @@ import psutil
 
 from perfaudit.hub import exchange_share, held_memory
 from perfaudit.hub.server_limits import parse_bytes
-from perfaudit.hub.servers import Hub, processes_of
+from perfaudit.hub.servers import Hub, each_account
 from perfaudit.serve import limits_notes
 
 Tell = Callable[[str, str], None]  # (account, what that student reads)
@@ -94,12 +93,7 @@ def enforce(accounts: Iterable[str], budget: int, hub: Hub, tell: Tell | None = 
     said = []
     in_shared_memory = held_in(shared_memory)  # one walk for the whole class, not one per student
     devices, all_segments = held_memory.tmpfs_devices(), held_memory.segments()
-    for account in accounts:
-        try:
-            uid = pwd.getpwnam(account).pw_uid
-        except KeyError:
-            continue
-        running = processes_of(uid)
+    for account, uid, running in each_account(accounts):
         holding = {p.pid: held_memory.unnamed_files(p.pid, devices) for p in running}
         unnamed = {key: size for held in holding.values() for key, size in held.items()}  # each file once
         theirs = [segment for segment in all_segments if segment.creator == uid]
@@ -175,12 +169,7 @@ def enforce_descriptors(accounts: Iterable[str], hub: Hub, tell: Tell | None = N
     budget slots together, stop its processes with the most, never its server, until it is under. Returns what was
     done, one line each; tell(account, what they read) for each."""
     said = []
-    for account in accounts:
-        try:
-            uid = pwd.getpwnam(account).pw_uid
-        except KeyError:
-            continue
-        running = processes_of(uid)
+    for account, _, running in each_account(accounts):
         slots = {p.pid: table_slots(p.pid) for p in running}
         total = sum(slots.values())
         for process in sorted((p for p in running if not hub.started(p)), key=lambda p: slots[p.pid], reverse=True):

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from perfaudit.hub import servers, watchdog
+from perfaudit.hub import servers
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def two_students():
         yield names
     finally:
         for name in names:
-            left = watchdog.processes_of(pwd.getpwnam(name).pw_uid)  # this test's own, each by its id
+            left = servers.processes_of(pwd.getpwnam(name).pw_uid)  # this test's own, each by its id
             for process in left:
                 process.kill()
             psutil.wait_procs(left, timeout=10)
