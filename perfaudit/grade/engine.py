@@ -130,8 +130,10 @@ def _cluster(scheduler: str | None, workers: int, log: str | Path | None) -> Ite
     # No HTTP routes: the HTTP servers Dask always starts answer 404 to anyone, so no page names a task (a student).
     # Workers' scratch folders (each student's graded copies pass through them) in a folder made here, the grader's
     # alone: Dask's default, <tmp>/dask-scratch-space, is taken as found, and an account that made it first could
-    # swap a worker's folder in it for a link to one of its own.
-    with dask.config.set(NO_HTTP_ROUTES), tempfile.TemporaryDirectory(prefix="perfaudit-dask-") as scratch, \
+    # swap a worker's folder in it for a link to one of its own. The scheduler's too (temporary-directory: its lock
+    # files): a student's FIFO at <tmp>/dask-scratch-space/global.lock held the cluster's start until it timed out.
+    with tempfile.TemporaryDirectory(prefix="perfaudit-dask-") as scratch, \
+            dask.config.set({**NO_HTTP_ROUTES, "temporary-directory": scratch}), \
             LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True, host="127.0.0.1",
                          dashboard_address=loopback_any_port, worker_dashboard_address=loopback_any_port,
                          memory_limit=0, silence_logs=logging.ERROR, security=True, local_directory=scratch) as local:

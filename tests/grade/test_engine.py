@@ -122,3 +122,17 @@ def test_the_embedded_cluster_refuses_a_client_without_its_credentials(tmp_path)
     assert tried.pop("plain tcp").startswith("refused")
     assert tried.pop("tls with credentials of its own").startswith("refused")
     assert tried and set(tried.values()) == {404}, tried
+
+
+def test_the_embedded_cluster_starts_past_a_fifo_in_the_shared_scratch_folder(tmp_path):
+    """A held-out attacker's FIFO at <tmp>/dask-scratch-space/global.lock, made before the grading service started
+    (a machine's /tmp is every account's): the scheduler took that folder as found and its start hung until it timed
+    out. Every part of the cluster now keeps its lock files in the grader's own folder."""
+    shared = tmp_path / "dask-scratch-space"
+    shared.mkdir()
+    os.mkfifo(shared / "global.lock")
+    started = subprocess.run(
+        [sys.executable, "-c", "from perfaudit.grade import engine\n"
+         "with engine.cluster(workers=1) as client:\n    print(client.submit(sum, [41, 1]).result())"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert started.returncode == 0 and started.stdout.split() == ["42"], started.stderr[-2000:]
