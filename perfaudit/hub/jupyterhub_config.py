@@ -88,6 +88,9 @@ c.Spawner.args = [settings.PRIVATE_KERNELS,  # kernels on unix sockets in the pe
                   settings.GUARDED_BODIES]  # ... nor, through the proxy, a body sent without the owner's login
 c.Spawner.default_url = "/lab"
 c.Spawner.disable_user_config = True  # no ~/.jupyter config of theirs runs in their server (JupyterHub's advice)
+# A server its student stopped keeps its route until the hub looks (every 30 s by default), and its port is free for
+# any process of theirs to answer there (its pages then on their server's origin): the hub looks every 5 s.
+c.Spawner.poll_interval = 5
 c.Spawner.environment = {
     "PATH": accounts_path,
     # nbgrader's course and exchange (students/nbgrader_config.py); nbgrader's instructor tools turned off in

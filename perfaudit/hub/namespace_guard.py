@@ -4,10 +4,13 @@ Any account may make a user namespace of its own (`unshare -Ur`), and in it a mo
 IPC namespace with SysV segments: memory that no process of the account holds, and that the watchdog
 (perfaudit/hub/watchdog.py), looking from the machine's own namespaces, cannot see; a student could take the
 machine's memory past every share. So the hub's LocalProcessSpawner installs a seccomp filter
-(perfaudit/autograde/isolation/syscalls.py's no_user_namespaces) in the forked server while it is still root, before
+(perfaudit/autograde/isolation/syscalls.py's for_hub_servers) in the forked server while it is still root, before
 it becomes the person: root needs no no_new_privs to install it, so `passwd` in a terminal still works. The
 kernels and terminals the server starts inherit the filter, and no process can remove it. A student's `unshare -U`
 then says "Operation not permitted"; what needs no user namespace (threads, subprocesses, JAX) runs as before.
+The same filter refuses ptrace, process_vm_readv/writev and pidfd_getfd: a held-out attacker took their own
+server's listening socket with pidfd_getfd, stopped the server (the hub saw it alive and kept its route) and served
+their own pages at the server's address. (A debugger or py-spy then cannot attach in a student's terminal.)
 
 Where the machine's architecture has no filter here (x86_64 and aarch64 have), the hub refuses to start servers,
 saying so, rather than start them without it.
@@ -36,7 +39,7 @@ def installer(machine: str | None = None) -> Callable[[], None]:
     """A function that installs the filter (of this machine's architecture, or machine's) in the process that calls
     it (a forked child before exec, as root), with everything it needs made beforehand: after a fork, only the call
     itself is made."""
-    program = syscalls.no_user_namespaces(machine)
+    program = syscalls.for_hub_servers(machine)
     if program is None:
         raise NoFilterHere("this machine's architecture has no filter that keeps students from making user "
                            "namespaces (perfaudit/autograde/isolation/syscalls.py knows x86_64 and aarch64): "

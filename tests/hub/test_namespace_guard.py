@@ -26,6 +26,14 @@ thread = threading.Thread(target=seen.append, args=["thread"])
 thread.start(); thread.join()
 print(*seen, subprocess.run(["echo", "child"], capture_output=True, text=True).stdout.strip(),
       "spawned", os.waitpid(os.posix_spawn("/bin/true", ["true"], {}), 0)[1])
+# Reaching into a process of one's own: a copy of its descriptor 0 (pidfd_getfd), as a held-out attacker took their
+# server's listening socket. 434: pidfd_open, 438: pidfd_getfd, the same numbers on x86_64 and aarch64.
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+child = subprocess.Popen(["sleep", "30"])
+pidfd = libc.syscall(434, child.pid, 0)
+print("pidfd_getfd", libc.syscall(438, pidfd, 0, 0), os.strerror(ctypes.get_errno()))
+child.kill()
 """
 
 
@@ -47,6 +55,7 @@ def test_a_server_the_hub_starts_makes_no_user_namespace_and_works_as_before():
                           ("clone", "No permissions to create new namespace")):  # bubblewrap's words for EPERM
         assert found[name].startswith("1 ") and refused in found[name], found
     assert found["thread"] == "child spawned 0", found  # clone3 answered ENOSYS: the C library used clone
+    assert not plain["pidfd_getfd"].startswith("-1") and found["pidfd_getfd"] == "-1 Operation not permitted", found
 
 
 def test_an_architecture_without_a_filter_starts_no_server():

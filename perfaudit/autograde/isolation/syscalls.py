@@ -10,9 +10,9 @@ up resident sets), a held-out attacker's notebook held 5.3 GB of them against a 
 kernel's namespace went. Nothing graded needs it (NumPy, JAX, ZeroMQ and multiprocessing share memory through
 /dev/shm, which the limit counts).
 
-The hub's servers start under a filter of their own from here (`no_user_namespaces()`,
+The hub's servers start under a filter of their own from here (`for_hub_servers()`,
 perfaudit/hub/namespace_guard.py): a student may not make a user namespace, in which a tmpfs or SysV segments would
-hold memory the watchdog cannot see.
+hold memory the watchdog cannot see, nor reach into a process (their own server's listening socket).
 
 Classic BPF programs, built here for the machine's own architecture: calls of another architecture (32-bit ones on a
 64-bit machine, x32's) are refused whole. Where the architecture is not known here, there is no filter and each
@@ -28,6 +28,7 @@ _ARCHES = {  # machine: (AUDIT_ARCH_..., numbers of add_key, request_key, keyctl
     "aarch64": (0xC00000B7, (217, 218, 219, 194), False),
 }
 _CLONES = {"x86_64": (272, 56, 435), "aarch64": (97, 220, 435)}  # machine: unshare, clone, clone3
+_REACHING = {"x86_64": (101, 310, 311, 438), "aarch64": (117, 270, 271, 438)}  # ptrace, process_vm_*, pidfd_getfd
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (_ARG0: the low half of args[0], little-endian)
 _X32_BIT = 0x40000000
@@ -57,21 +58,26 @@ def program(machine: str | None = None) -> bytes | None:
     return b"".join([*ops, _op(_RET_K, _ALLOW), _op(_RET_K, _REFUSE)])
 
 
-def no_user_namespaces(machine: str | None = None) -> bytes | None:
-    """unshare and clone asking for a new user namespace (CLONE_NEWUSER) refused with EPERM, every other call allowed;
+def for_hub_servers(machine: str | None = None) -> bytes | None:
+    """The hub servers' filter. unshare and clone asking for a new user namespace (CLONE_NEWUSER) refused with EPERM;
     clone3, whose flags sit in memory a classic filter cannot read, answers ENOSYS, and the C library then makes the
-    thread or process with clone (container runtimes answer it so too). None where this architecture is not known."""
+    thread or process with clone (container runtimes answer it so too). And the calls that reach into another
+    process, even one's own (ptrace, process_vm_readv/writev, pidfd_getfd): with pidfd_getfd a held-out attacker took
+    the listening socket of their own server, stopped it (the hub saw it alive and kept its route) and answered their
+    server's address with pages of their own. Every other call allowed. None where this architecture is not known."""
     machine = machine or platform.machine()
-    known, numbers = _ARCHES.get(machine), _CLONES.get(machine)
-    if known is None or numbers is None:
+    known, numbers, reaching = _ARCHES.get(machine), _CLONES.get(machine), _REACHING.get(machine)
+    if known is None or numbers is None or reaching is None:
         return None
     (arch, _, has_x32), (unshare, clone, clone3) = known, numbers
-    refuse_at = 12 if has_x32 else 11  # the index of the REFUSE below; a jump counts from the op after it
-    ops = [_op(_LD_W_ABS, _ARCH), _op(_JEQ_K, arch, jt=1), _op(_RET_K, _REFUSE), _op(_LD_W_ABS, _NR)]
-    if has_x32:
-        ops.append(_op(_JGE_K, _X32_BIT, jt=refuse_at - len(ops) - 1))
-    ops += [_op(_JEQ_K, clone3, jt=refuse_at + 1 - len(ops) - 1),
-            _op(_JEQ_K, unshare, jt=2), _op(_JEQ_K, clone, jt=1), _op(_RET_K, _ALLOW),  # then the flags: args[0]
-            _op(_LD_W_ABS, _ARG0), _op(_JSET_K, _CLONE_NEWUSER, jt=1), _op(_RET_K, _ALLOW)]
-    assert len(ops) == refuse_at
+    # (code, k, jump when true): a number jumps that many ops ahead, a name to the last two ops
+    steps: list[tuple[int, int, int | str]] = [
+        (_LD_W_ABS, _ARCH, 0), (_JEQ_K, arch, 1), (_RET_K, _REFUSE, 0), (_LD_W_ABS, _NR, 0),
+        *([(_JGE_K, _X32_BIT, "refuse")] if has_x32 else []),
+        (_JEQ_K, clone3, "no such call"), *[(_JEQ_K, number, "refuse") for number in reaching],
+        (_JEQ_K, unshare, 2), (_JEQ_K, clone, 1), (_RET_K, _ALLOW, 0),  # then the flags: args[0]
+        (_LD_W_ABS, _ARG0, 0), (_JSET_K, _CLONE_NEWUSER, "refuse"), (_RET_K, _ALLOW, 0)]
+    ends = {"refuse": len(steps), "no such call": len(steps) + 1}
+    ops = [_op(code, k, jt=ends[jump] - i - 1 if isinstance(jump, str) else jump)
+           for i, (code, k, jump) in enumerate(steps)]
     return b"".join([*ops, _op(_RET_K, _REFUSE), _op(_RET_K, _NO_SUCH_CALL)])

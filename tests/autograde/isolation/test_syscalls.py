@@ -48,7 +48,7 @@ def test_x32_calls_are_refused_on_x86_64():
 
 
 def test_an_unknown_architecture_gets_no_filter():
-    assert syscalls.program("riscv64") is None and syscalls.no_user_namespaces("riscv64") is None
+    assert syscalls.program("riscv64") is None and syscalls.for_hub_servers("riscv64") is None
 
 
 NEWUSER, NEWNS, NO_SUCH_CALL = 0x10000000, 0x00020000, 0x00050026
@@ -63,7 +63,7 @@ def test_a_new_user_namespace_is_refused_clone3_answers_no_such_call_and_the_res
     """The hub servers' filter (perfaudit/hub/namespace_guard.py): CLONE_NEWUSER alone or with other flags refused in
     unshare and clone; clone and unshare without it allowed (a thread, a fork, a mount namespace that then fails for
     want of privilege); any other call allowed, with any first argument."""
-    program = syscalls.no_user_namespaces(machine)
+    program = syscalls.for_hub_servers(machine)
     assert [_run(program, arch, nr, flags) for nr in (unshare, clone)
             for flags in (NEWUSER, NEWUSER | NEWNS | 0x11)] == [REFUSE] * 4
     assert [_run(program, arch, nr, flags) for nr in (unshare, clone) for flags in (0, NEWNS, 0x003D0F00)] == [
@@ -71,11 +71,14 @@ def test_a_new_user_namespace_is_refused_clone3_answers_no_such_call_and_the_res
     assert [_run(program, arch, nr, NEWUSER) for nr in others] == [ALLOW] * len(others)
     assert _run(program, arch, 435) == NO_SUCH_CALL  # clone3: the C library falls back to clone
     assert _run(program, 0x40000003, 0) == REFUSE  # another architecture's calls: none
+    # ptrace, process_vm_readv, process_vm_writev, pidfd_getfd: no reaching into a process, one's own server included
+    reaching = {"x86_64": (101, 310, 311, 438), "aarch64": (117, 270, 271, 438)}[machine]
+    assert [_run(program, arch, nr) for nr in reaching] == [REFUSE] * 4
 
 
 def test_x32_calls_are_refused_by_the_hub_s_filter_too():
-    assert _run(syscalls.no_user_namespaces("x86_64"), 0xC000003E, 0x40000000 | 272, NEWUSER) == REFUSE
-    assert _run(syscalls.no_user_namespaces("x86_64"), 0xC000003E, 0x40000000) == REFUSE
+    assert _run(syscalls.for_hub_servers("x86_64"), 0xC000003E, 0x40000000 | 272, NEWUSER) == REFUSE
+    assert _run(syscalls.for_hub_servers("x86_64"), 0xC000003E, 0x40000000) == REFUSE
 
 
 KEYRINGS = """
