@@ -42,6 +42,8 @@ c.JupyterHub.bind_url = hub.url
 if hub.domain:
     c.JupyterHub.subdomain_host = hub.domain
     c.JupyterHub.cookie_host_prefix_enabled = hub.domain.startswith("https://")
+if hub.tls:  # HTTPS from the hub's own proxy, with the wildcard certificate (else from a reverse proxy in front)
+    c.JupyterHub.ssl_cert, c.JupyterHub.ssl_key = hub.tls
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = hub.hub_port
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{hub.proxy_api_port}"

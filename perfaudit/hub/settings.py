@@ -10,6 +10,8 @@ ports with a state folder, exchange and course of their own):
     PERFAUDIT_HUB_DOMAIN     the hub's public address, https://hub.example.edu[:port]: each person's server and
                              Formgrader on a domain of its own under it (JupyterHub's subdomain_host); required
                              unless PERFAUDIT_HUB_SHARED_ORIGIN=1 (a group that trusts each other: not a class)
+    PERFAUDIT_HUB_TLS        the certificate and key the hub serves HTTPS with, "cert.pem,key.pem" (JupyterHub's
+                             ssl_cert, ssl_key; default none: HTTP, or HTTPS from a reverse proxy in front)
     PERFAUDIT_HUB_PORTS      the loopback ports of the hub, the proxy's API and Formgrader (default: 8081,8001,9999)
     PERFAUDIT_SERVE_ARGS     extra arguments of the grading service (python -m perfaudit.serve), e.g. --workers 2
     PERFAUDIT_HUB_GRADING    "off": the hub starts no grading service (while Formgrader's manual grades are written)
@@ -67,6 +69,7 @@ class HubSettings:
     exchange: Path
     url: str
     domain: str  # "" where every page is served from the hub's one origin
+    tls: tuple[str, str] | None  # (certificate, key) the hub serves HTTPS with, or None
     shared_origin: bool  # ... which the instructor chose, knowing what it lets students do to each other
     hub_port: int
     proxy_api_port: int
@@ -95,6 +98,17 @@ class HubSettings:
         return f"nbgrader-{self.course_id}", f"formgrade-{self.course_id}"
 
 
+def parse_tls(value):
+    """PERFAUDIT_HUB_TLS's "certificate,key" as (certificate, key), None when empty."""
+    if not value:
+        return None
+    parts = [part.strip() for part in value.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise SystemExit(f"PERFAUDIT_HUB_TLS={value!r}: expected the certificate's and the key's paths, "
+                         "\"cert.pem,key.pem\"")
+    return parts[0], parts[1]
+
+
 def from_environment(env=os.environ):
     hub, proxy_api, formgrader = (int(p) for p in env.get("PERFAUDIT_HUB_PORTS", "8081,8001,9999").split(","))
     return HubSettings(
@@ -103,6 +117,7 @@ def from_environment(env=os.environ):
         exchange=Path(env.get("PERFAUDIT_EXCHANGE") or DEFAULT_EXCHANGE),
         url=env.get("PERFAUDIT_HUB_URL") or "http://:8000",
         domain=env.get("PERFAUDIT_HUB_DOMAIN", "").rstrip("/"),
+        tls=parse_tls(env.get("PERFAUDIT_HUB_TLS", "")),
         shared_origin=env.get("PERFAUDIT_HUB_SHARED_ORIGIN") == "1",
         hub_port=hub, proxy_api_port=proxy_api, formgrader_port=formgrader,
         serve_args=tuple(shlex.split(env.get("PERFAUDIT_SERVE_ARGS", ""))),

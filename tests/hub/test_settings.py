@@ -158,3 +158,17 @@ def test_a_classmate_s_request_body_is_refused_before_it_is_held(tmp_path, bound
         server.kill()
         server.wait()
     assert (taken < size // 2) is bounded, f"{taken} of {size} bytes sent before the server closed"
+
+
+def test_the_hub_serves_https_with_the_certificate_named_and_per_person_domains(monkeypatch):
+    """A held-out walk served HTTPS by editing jupyterhub_config.py, a file of the course's repository that a later
+    git pull conflicts with: PERFAUDIT_HUB_TLS names the certificate and its key instead."""
+    monkeypatch.setenv("PERFAUDIT_HUB_TLS", "/etc/ssl/hub/cert.pem, /etc/ssl/hub/key.pem")
+    monkeypatch.setenv("PERFAUDIT_HUB_DOMAIN", "https://hub.example.edu")
+    config = PyFileConfigLoader("jupyterhub_config.py", path=str(paths.ROOT / "perfaudit" / "hub")).load_config()
+    assert (config.JupyterHub.ssl_cert, config.JupyterHub.ssl_key) == ("/etc/ssl/hub/cert.pem", "/etc/ssl/hub/key.pem")
+    assert config.JupyterHub.subdomain_host == "https://hub.example.edu"
+    assert config.JupyterHub.cookie_host_prefix_enabled is True
+    monkeypatch.setenv("PERFAUDIT_HUB_TLS", "/etc/ssl/hub/cert.pem")
+    with pytest.raises(SystemExit, match="expected the certificate's and the key's paths"):
+        settings.from_environment()
