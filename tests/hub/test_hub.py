@@ -168,7 +168,8 @@ def names_of_this_machine(names, remove=False):
     """Add to /etc/hosts (or remove) one line giving `names` this machine's loopback address."""
     line = f"127.0.0.1 {' '.join(names)}  # perfaudit hub test\n"
     text = HOSTS.read_text()
-    HOSTS.write_text(text.replace(line, "") if remove else text + line)
+    ending = "" if text.endswith("\n") or not text else "\n"  # a last line without its newline is kept whole
+    HOSTS.write_text(text.replace(line, "") if remove else text + ending + line)
 
 
 def at(hub, path):
