@@ -297,14 +297,10 @@ def end_leftovers(hub):
     if os.geteuid() != 0:
         return 0  # only root may end another account's processes (and only root starts a hub with accounts)
     ended = 0
-    for group in hub.groups():
-        try:
-            people = set(grp.getgrnam(group).gr_mem) - {hub.owner.pw_name}
-        except KeyError:
-            continue
-        for _, uid, running in servers.each_account(people):
-            ended += len(running)
-            servers.end_processes(uid)
+    people = {person for group in hub.groups() for person in servers.members(group)} - {hub.owner.pw_name}
+    for _, uid, running in servers.each_account(sorted(people)):
+        ended += len(running)
+        servers.end_processes(uid)
     return ended
 
 

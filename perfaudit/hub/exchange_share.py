@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import psutil
 
-from perfaudit.hub.servers import Hub, each_account
+from perfaudit.hub.servers import Hub, each_account, stop
 
 BLOCK = 512  # st_blocks counts 512-byte blocks: what a file takes of the disk (a sparse file takes little)
 ENTRY = 4096  # what an entry counts at least: an empty file takes no block but an inode (200 000 of them: 800 MB)
@@ -160,18 +160,16 @@ def enforce(accounts: Iterable[str], exchange: str | Path, share: int, hub: Hub,
         for process in theirs:
             if hub.started(process):
                 continue
-            command = " ".join(process.info["cmdline"] or [])
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
+            command = stop(process)
+            if command is None:
                 continue
-            said.append(f"stopped {account}'s process {process.pid} ({command[:80]}): {account} {held_there}, over "
+            said.append(f"stopped {account}'s process {process.pid} ({command}): {account} {held_there}, over "
                         f"the {share // 2**20} MB each student may have, and every process of theirs but their "
                         "server is stopped while they are; what they wrote is left as it is")
             if tell:
                 yours = ("you have folders there nested too deep to be read" if total >= UNREADABLE else
                          f"you have {total // 2**20} MB there")
-                tell(account, f"your process {process.pid} ({command[:80]}) was stopped: {yours} in the exchange, "
+                tell(account, f"your process {process.pid} ({command}) was stopped: {yours} in the exchange, "
                      f"over the {share // 2**20} MB each student may have, and while you are over it every program "
                      "you start (kernels, terminals) is stopped. Ask your instructor to remove what you put there "
                      "(a copy made into inbound/ from a terminal, a file a process of yours still held); your "

@@ -7,10 +7,9 @@ course's instructors' group reaches (nbgrader's "one class, multiple graders"); 
 restarts it if it stops, and stops it with the hub. Where things are: perfaudit/hub/settings.py.
 """
 
-import grp
 import os
 
-from perfaudit.hub import body_guard, exchange, own_network, preflight, settings, userenv
+from perfaudit.hub import body_guard, exchange, own_network, preflight, servers, settings, userenv
 from perfaudit.lab import STUDENT_CONFIG
 from perfaudit.serve import limits_notes
 
@@ -22,13 +21,6 @@ students, instructors = hub.groups()
 # The Python every account's process runs (the course venv's, or a thin venv over it: perfaudit/hub/userenv.py).
 python = userenv.accounts_python(hub.venv_bin, settings.ACCOUNTS_PYTHON)
 accounts_path = preflight.services_path(python, hub.venv_bin)
-
-
-def members(group):
-    try:
-        return sorted(grp.getgrnam(group).gr_mem)
-    except KeyError:
-        return []
 
 
 # --- where it listens, and its own files -----------------------------------------------------------------------
@@ -106,7 +98,7 @@ c.Spawner.environment = {
 }
 
 # --- instructors: Formgrader, as a hub service only their group reaches --------------------------------------------
-c.JupyterHub.load_groups = {students: {"users": members(students)}, instructors: {"users": members(instructors)}}
+c.JupyterHub.load_groups = {group: {"users": servers.members(group)} for group in (students, instructors)}
 c.JupyterHub.load_roles = [
     {"name": "formgrader", "groups": [instructors], "scopes": [f"access:services!service={course_id}"]},
 ]

@@ -9,6 +9,7 @@ is the student's to write (exec -a, prctl, setproctitle), so it decides nothing.
 pid and its start time together (psutil compares both), so a pid used again after the hub stops protects nobody.
 """
 
+import grp
 import os
 import pwd
 import signal
@@ -37,6 +38,24 @@ def processes_of(uid: int) -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["uids", "cmdline", "memory_info", "status"])
             if p.info["uids"] and p.info["uids"].real == uid and p.info["memory_info"] is not None
             and p.info["status"] != psutil.STATUS_ZOMBIE]
+
+
+def members(group: str) -> list[str]:
+    """The accounts of a unix group (a course's students' or instructors'), [] where there is no such group."""
+    try:
+        return sorted(grp.getgrnam(group).gr_mem)
+    except KeyError:
+        return []
+
+
+def stop(process: psutil.Process) -> str | None:
+    """Kill process; its command line (80 characters, for a log line and its student's note), or None where it was
+    gone already."""
+    try:
+        process.kill()
+    except psutil.NoSuchProcess:
+        return None
+    return " ".join(process.info["cmdline"] or [])[:80]
 
 
 def each_account(accounts: Iterable[str]) -> Iterator[tuple[str, int, list[psutil.Process]]]:

@@ -21,7 +21,6 @@ well, where no user quota does (perfaudit/hub/exchange_share.py).
 """
 
 import argparse
-import grp
 import os
 import shutil
 import stat
@@ -36,17 +35,10 @@ import psutil
 
 from perfaudit.hub import exchange_share, held_memory
 from perfaudit.hub.server_limits import parse_bytes
-from perfaudit.hub.servers import Hub, each_account
+from perfaudit.hub.servers import Hub, each_account, members, stop
 from perfaudit.serve import limits_notes
 
 Tell = Callable[[str, str], None]  # (account, what that student reads)
-
-
-def members(group: str) -> list[str]:
-    try:
-        return sorted(grp.getgrnam(group).gr_mem)
-    except KeyError:
-        return []
 
 
 SHARED_MEMORY = Path("/dev/shm")
@@ -137,12 +129,10 @@ def enforce(accounts: Iterable[str], budget: int, hub: Hub, tell: Tell | None = 
             if total <= budget:
                 break
             size = holds(process)
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
+            command = stop(process)
+            if command is None:
                 continue
             freed.update(holding[process.pid])  # another process may hold one too: the next look sees it there
-            command = " ".join(process.info["cmdline"] or [])[:80]
             said.append(f"stopped {account}'s process {process.pid} ({command}, {size // MB} MB): {account}'s "
                         f"processes held {logged}, over the {budget // MB} MB each student may have")
             if tell:
@@ -175,11 +165,9 @@ def enforce_descriptors(accounts: Iterable[str], hub: Hub, tell: Tell | None = N
         for process in sorted((p for p in running if not hub.started(p)), key=lambda p: slots[p.pid], reverse=True):
             if total <= budget:
                 break
-            try:
-                process.kill()
-            except psutil.NoSuchProcess:
+            command = stop(process)
+            if command is None:
                 continue
-            command = " ".join(process.info["cmdline"] or [])[:80]
             said.append(f"stopped {account}'s process {process.pid} ({command}, {slots[process.pid]} descriptor "
                         f"slots): {account}'s processes held {total}, over the {budget} each student may have")
             if tell:

@@ -139,8 +139,9 @@ def problems(folder: str | Path, ignore: Sequence[str] = ()) -> list[tuple[str, 
                       f"a folder the grader may not open ({error.strerror}{_mode_of(where)})"))
 
     for root, dirs, files in os.walk(folder, onerror=closed):  # never follows links: a linked folder is a name
-        here = str(Path(root).relative_to(folder))
-        why = tally.folder(len(Path(root).relative_to(folder).parts))
+        relative = Path(root).relative_to(folder)
+        here = str(relative)
+        why = tally.folder(len(relative.parts))
         if why:
             found.append((here, why))
             break
